@@ -1,0 +1,76 @@
+"""stabledist: numpyro distributions whose pytrees never change.
+
+``import stabledist as dist`` replaces ``import numpyro.distributions as dist``. Every class is
+a subclass of the numpyro class of the same name (same constructor, same numbers), but lazy
+values live in an external weak-key cache (:mod:`stabledist.cache`) and pytrees have a fixed,
+key-path field layout (:mod:`stabledist.pytree`). The list of classes and factory functions is
+derived from the installed numpyro (:mod:`stabledist.fork`); import fails loudly if a new
+numpyro class cannot be covered.
+"""
+
+from __future__ import annotations
+
+import inspect as _inspect
+from typing import Any as _Any
+
+import numpyro.distributions as _nd
+from numpyro.distributions import biject_to, constraints, kl_divergence, transforms
+
+from stabledist.cache import cache_info, cached_lazy_property, clear_cache
+from stabledist.fork import (
+    Distribution,
+    is_factory_name,
+    is_stable,
+    make_stable,
+    mirror_all,
+    stabilize,
+    stable_class,
+    wrap_factory,
+)
+from stabledist.submodules import mirror_submodules
+
+__version__ = "0.1.0"
+
+
+def _build_namespace() -> dict[str, _Any]:
+    """Stable classes and factories for every public name of numpyro.distributions."""
+    classes = mirror_all()
+    namespace: dict[str, _Any] = dict(classes)
+    for name in _nd.__all__:
+        upstream = getattr(_nd, name)
+        if _inspect.isclass(upstream) and issubclass(upstream, _nd.Distribution):
+            namespace[name] = stable_class(upstream)
+        elif is_factory_name(name):
+            namespace[name] = wrap_factory(upstream)
+        elif name not in namespace:
+            namespace[name] = upstream
+    uncovered = [
+        n
+        for n in _nd.__all__
+        if namespace.get(n) is getattr(_nd, n)
+        and not (_inspect.ismodule(namespace[n]) or n in {"biject_to", "kl_divergence"})
+    ]
+    if uncovered:  # pragma: no cover - guards future numpyro releases
+        raise ImportError(f"stabledist does not cover numpyro.distributions names {uncovered}")
+    return namespace
+
+
+_namespace = _build_namespace()
+globals().update({n: _namespace[n] for n in _nd.__all__})
+_submodules = mirror_submodules(__name__, _namespace)
+globals().update(_submodules)
+
+__all__ = [
+    *_nd.__all__,
+    "cache_info",
+    "cached_lazy_property",
+    "clear_cache",
+    "is_stable",
+    "make_stable",
+    "stabilize",
+    "stable_class",
+]
+del _namespace
+assert biject_to is _nd.biject_to and constraints is _nd.constraints
+assert kl_divergence is _nd.kl_divergence and transforms is _nd.transforms
+assert Distribution is globals()["Distribution"]

@@ -1,0 +1,188 @@
+"""The external weak-key cache that holds lazy values of distributions.
+
+numpyro's ``lazy_property`` writes its value into the instance ``__dict__``. That changes what a
+distribution *is* (its ``vars()``, ``get_args()``, pickles) and, under tracing, it would keep
+tracers alive after their trace, so upstream skips caching under any trace. Here the values live
+outside the instance, in one process-wide table keyed by the instance's identity and held by a
+weak reference, so:
+
+* the instance never changes: its pytree and ``vars()`` are the same whatever was read;
+* an entry disappears the moment its instance is garbage-collected;
+* a value is computed at most once per instance, also when several threads race for it;
+* a lazy value of a distribution with concrete parameters is computed eagerly (under
+  :func:`jax.ensure_compile_time_eval`), even when first read inside ``jit``/``vmap``/``grad``,
+  cached, and enters the trace as a constant; a value that depends on tracers is returned
+  without being cached, so no tracer outlives its trace.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Generic, NamedTuple, TypeVar
+
+import jax
+from jax.core import Tracer
+from numpyro.distributions.util import lazy_property as _numpyro_lazy_property
+
+__all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", "clear_cache"]
+
+T = TypeVar("T")
+_MISSING: Any = object()
+
+
+class CacheInfo(NamedTuple):
+    """How much the cache holds right now."""
+
+    instances: int
+    values: int
+
+
+class _Entry:
+    """The lazy values of one live instance, the lock that makes their computation
+    happen once, and the weak reference whose callback drops the entry."""
+
+    __slots__ = ("lock", "ref", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.lock = threading.RLock()  # re-entrant: one lazy value may read another
+        self.ref: weakref.ref[Any] | None = None
+
+
+class LazyValueCache:
+    """Lazy values keyed by instance identity, released with the instance.
+
+    Keys are ``id(instance)``, not the instance itself, so distributions need neither
+    ``__hash__`` nor ``__eq__``; the weak reference's callback removes the entry when the
+    instance dies, before its ``id`` can be reused.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, _Entry] = {}
+        self._lock = threading.Lock()
+
+    def lookup(self, instance: object, name: str) -> Any:
+        """The cached value, or the private ``_MISSING`` marker (the hot path: two dict reads)."""
+        entry = self._entries.get(id(instance))
+        if entry is None:
+            return _MISSING
+        return entry.values.get(name, _MISSING)
+
+    def get_or_compute(self, instance: T, name: str, compute: Callable[[T], Any]) -> Any:
+        """Return the value of ``name``, computing and caching it if it is concrete."""
+        entry = self._entry(instance)
+        with entry.lock:
+            value = entry.values.get(name, _MISSING)
+            if value is not _MISSING:
+                return value
+            with jax.ensure_compile_time_eval():
+                value = compute(instance)
+            if _is_concrete(value):
+                entry.values[name] = value
+            return value
+
+    def cached(self, instance: object) -> dict[str, Any]:
+        """A copy of the values cached for ``instance`` (empty if none)."""
+        entry = self._entries.get(id(instance))
+        return dict(entry.values) if entry is not None else {}
+
+    def put(self, instance: object, name: str, value: Any) -> None:
+        """Store a concrete value computed elsewhere (e.g. by numpyro before adoption)."""
+        if not _is_concrete(value):
+            raise ValueError(f"refusing to cache a traced value for {name!r}")
+        entry = self._entry(instance)
+        with entry.lock:
+            entry.values.setdefault(name, value)
+
+    def discard(self, instance: object) -> None:
+        """Forget everything cached for ``instance``."""
+        self._entries.pop(id(instance), None)
+
+    def clear(self) -> None:
+        """Forget everything (live instances recompute on their next read)."""
+        with self._lock:
+            self._entries.clear()
+
+    def info(self) -> CacheInfo:
+        entries = list(self._entries.values())
+        return CacheInfo(len(entries), sum(len(e.values) for e in entries))
+
+    def _entry(self, instance: object) -> _Entry:
+        key = id(instance)
+        entry = self._entries.get(key)
+        if entry is not None:
+            return entry
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                entry = _Entry()
+                try:
+                    entry.ref = weakref.ref(instance, self._dropper(key))
+                except TypeError:
+                    raise TypeError(
+                        f"{type(instance).__name__} instances cannot be weakly referenced "
+                        "(a __slots__ without '__weakref__'?), so their lazy values cannot be "
+                        "cached externally"
+                    ) from None
+                self._entries[key] = entry
+            return entry
+
+    def _dropper(self, key: int) -> Callable[[weakref.ref[Any]], None]:
+        entries = self._entries
+
+        def drop(ref: weakref.ref[Any]) -> None:
+            entry = entries.get(key)
+            if entry is not None and entry.ref is ref:
+                entries.pop(key, None)
+
+        return drop
+
+
+def _is_concrete(value: Any) -> bool:
+    if isinstance(value, Tracer):
+        return False
+    if isinstance(value, jax.Array | float | int | bool):
+        return True
+    return not any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(value))
+
+
+CACHE = LazyValueCache()
+"""The process-wide cache used by every stable distribution."""
+
+
+def cache_info() -> CacheInfo:
+    """Number of instances with cached values, and number of values, right now."""
+    return CACHE.info()
+
+
+def clear_cache() -> None:
+    """Drop every cached lazy value (they are recomputed on next read)."""
+    CACHE.clear()
+
+
+class cached_lazy_property(_numpyro_lazy_property, Generic[T]):  # noqa: N801 - a decorator
+    """A numpyro ``lazy_property`` whose value lives in :data:`CACHE`, not in ``__dict__``.
+
+    It subclasses numpyro's descriptor so numpyro code that recognises lazy properties
+    (``get_args``, ``gather_pytree_data_fields``) keeps treating it as one. It is a non-data
+    descriptor: a value a constructor stores under the same name wins, as it does upstream.
+    """
+
+    def __init__(self, wrapped: Callable[[Any], T], name: str | None = None) -> None:
+        super().__init__(wrapped)
+        self.name = name or wrapped.__name__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, obj_type: type | None = None) -> Any:
+        if instance is None:
+            return self
+        entry = CACHE._entries.get(id(instance))
+        if entry is not None:
+            value = entry.values.get(self.name, _MISSING)
+            if value is not _MISSING:
+                return value
+        return CACHE.get_or_compute(instance, self.name, self.wrapped)
