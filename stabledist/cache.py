@@ -40,13 +40,13 @@ class CacheInfo(NamedTuple):
 
 
 class _Entry:
-    """The lazy values of one live instance, the lock that makes their computation
-    happen once, and the weak reference whose callback drops the entry."""
+    """One live instance's bookkeeping: the per-property tables that hold its values, the lock
+    that makes each computation happen once, and the weak reference whose callback drops it."""
 
-    __slots__ = ("lock", "ref", "values")
+    __slots__ = ("lock", "ref", "tables")
 
     def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
+        self.tables: dict[str, dict[int, Any]] = {}  # name -> the property's value table
         self.lock = threading.RLock()  # re-entrant: one lazy value may read another
         self.ref: weakref.ref[Any] | None = None
 
@@ -54,60 +54,61 @@ class _Entry:
 class LazyValueCache:
     """Lazy values keyed by instance identity, released with the instance.
 
-    Keys are ``id(instance)``, not the instance itself, so distributions need neither
-    ``__hash__`` nor ``__eq__``; the weak reference's callback removes the entry when the
-    instance dies, before its ``id`` can be reused.
+    Each lazy property owns a table ``id(instance) -> value``, so a hit is one dict lookup.
+    Keys are ids, not instances, so distributions need neither ``__hash__`` nor ``__eq__``; an
+    instance's weak-reference callback removes its values from every table when it dies,
+    before its ``id`` can be reused.
     """
 
     def __init__(self) -> None:
         self._entries: dict[int, _Entry] = {}
+        self._tables: dict[str, dict[int, Any]] = {}
         self._lock = threading.Lock()
 
-    def lookup(self, instance: object, name: str) -> Any:
-        """The cached value, or the private ``_MISSING`` marker (the hot path: two dict reads)."""
-        entry = self._entries.get(id(instance))
-        if entry is None:
-            return _MISSING
-        return entry.values.get(name, _MISSING)
+    def table(self, name: str) -> dict[int, Any]:
+        """The value table of the lazy property ``name`` (shared by all classes)."""
+        with self._lock:
+            return self._tables.setdefault(name, {})
 
     def get_or_compute(self, instance: T, name: str, compute: Callable[[T], Any]) -> Any:
-        """Return the value of ``name``, computing and caching it if it is concrete."""
+        """Return the value of ``name``, computing it once and caching it if it is concrete."""
+        table = self._tables.get(name) or self.table(name)
         entry = self._entry(instance)
         with entry.lock:
-            value = entry.values.get(name, _MISSING)
+            value = table.get(id(instance), _MISSING)
             if value is not _MISSING:
                 return value
             with jax.ensure_compile_time_eval():
                 value = compute(instance)
             if _is_concrete(value):
-                entry.values[name] = value
+                table[id(instance)] = value
+                entry.tables[name] = table
             return value
 
     def cached(self, instance: object) -> dict[str, Any]:
         """A copy of the values cached for ``instance`` (empty if none)."""
         entry = self._entries.get(id(instance))
-        return dict(entry.values) if entry is not None else {}
-
-    def put(self, instance: object, name: str, value: Any) -> None:
-        """Store a concrete value computed elsewhere (e.g. by numpyro before adoption)."""
-        if not _is_concrete(value):
-            raise ValueError(f"refusing to cache a traced value for {name!r}")
-        entry = self._entry(instance)
-        with entry.lock:
-            entry.values.setdefault(name, value)
+        if entry is None:
+            return {}
+        key = id(instance)
+        return {name: table[key] for name, table in entry.tables.items() if key in table}
 
     def discard(self, instance: object) -> None:
         """Forget everything cached for ``instance``."""
-        self._entries.pop(id(instance), None)
+        entry = self._entries.pop(id(instance), None)
+        if entry is not None:
+            for table in entry.tables.values():
+                table.pop(id(instance), None)
 
     def clear(self) -> None:
         """Forget everything (live instances recompute on their next read)."""
         with self._lock:
             self._entries.clear()
+            for table in self._tables.values():
+                table.clear()
 
     def info(self) -> CacheInfo:
-        entries = list(self._entries.values())
-        return CacheInfo(len(entries), sum(len(e.values) for e in entries))
+        return CacheInfo(len(self._entries), sum(len(t) for t in list(self._tables.values())))
 
     def _entry(self, instance: object) -> _Entry:
         key = id(instance)
@@ -135,7 +136,9 @@ class LazyValueCache:
         def drop(ref: weakref.ref[Any]) -> None:
             entry = entries.get(key)
             if entry is not None and entry.ref is ref:
-                entries.pop(key, None)
+                del entries[key]
+                for table in entry.tables.values():
+                    table.pop(key, None)
 
         return drop
 
@@ -172,17 +175,19 @@ class cached_lazy_property(_numpyro_lazy_property, Generic[T]):  # noqa: N801 - 
 
     def __init__(self, wrapped: Callable[[Any], T], name: str | None = None) -> None:
         super().__init__(wrapped)
-        self.name = name or wrapped.__name__
+        self._bind(name or wrapped.__name__)
 
     def __set_name__(self, owner: type, name: str) -> None:
+        self._bind(name)
+
+    def _bind(self, name: str) -> None:
         self.name = name
+        self._values = CACHE.table(name)
 
     def __get__(self, instance: Any, obj_type: type | None = None) -> Any:
         if instance is None:
             return self
-        entry = CACHE._entries.get(id(instance))
-        if entry is not None:
-            value = entry.values.get(self.name, _MISSING)
-            if value is not _MISSING:
-                return value
-        return CACHE.get_or_compute(instance, self.name, self.wrapped)
+        value = self._values.get(id(instance), _MISSING)
+        if value is _MISSING:
+            return CACHE.get_or_compute(instance, self.name, self.wrapped)
+        return value

@@ -44,6 +44,14 @@ HYBRID_FIELDS: dict[str, dict[str, StaticTest]] = {
     "CAR": {"adj_matrix": lambda d, _: bool(d.__dict__.get("is_sparse", False))},
 }
 
+# Attributes numpyro constructors set but numpyro's pytrees drop (a round trip then loses them:
+# Levy's support, Independent's reparametrized_params). Found by tests/test_fields.py, which
+# checks that every example's __dict__ is covered by its field table.
+EXTRA_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
+    "Levy": {"data": ("_support",)},
+    "Independent": {"aux": ("reparametrized_params",), "list_aux": ("reparametrized_params",)},
+}
+
 _GENERATED = "__stable_generated__"  # names a stable class's namespace holds only by resolution
 _mirrors: dict[type, type] = {}  # numpyro (or user) class -> its stable subclass
 _mirrors_lock = threading.RLock()
@@ -82,10 +90,15 @@ def _build_stable_class(cls: type) -> None:
             generated.add(name)
     setattr(cls, _GENERATED, frozenset(generated))
     hybrid: dict[str, StaticTest] = {}
+    extra: dict[str, list[str]] = {"data": [], "aux": [], "list_aux": []}
     for base in reversed(cls.__mro__):
-        hybrid.update(HYBRID_FIELDS.get(base.__name__, {}) if _is_numpyro(base) else {})
+        if _is_numpyro(base):
+            hybrid.update(HYBRID_FIELDS.get(base.__name__, {}))
+            for kind, names in EXTRA_FIELDS.get(base.__name__, {}).items():
+                extra[kind].extend(names)
         hybrid.update(vars(base).get("pytree_hybrid_fields", {}))
-    register(cls, field_table(cls, hybrid))
+    table = field_table(cls, hybrid, extra["data"], extra["aux"], extra["list_aux"])
+    register(cls, table)
 
 
 def _resolve(cls: type, name: str) -> tuple[type, Any]:

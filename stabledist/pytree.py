@@ -10,8 +10,9 @@ live in :mod:`stabledist.cache`, so reading them can never change the tree.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import filterfalse
 from typing import Any
 
 import jax
@@ -42,17 +43,27 @@ class FieldTable:
     aux: tuple[str, ...]
     hybrid: Mapping[str, StaticTest] = field(default_factory=dict)
     array_fields: frozenset[str] = frozenset()
-    # names whose ``None`` means "not set": the class provides a default (a lazy property,
-    # a class attribute), so unflatten leaves them unset, as the constructor did.
-    default_on_class: frozenset[str] = frozenset()
+    # aux names whose value may be a list: frozen to a tuple in aux data (which must be
+    # hashable) and thawed back to a list by unflatten
+    list_aux: frozenset[str] = frozenset()
 
 
-def field_table(cls: type, hybrid: Mapping[str, StaticTest] | None = None) -> FieldTable:
+def field_table(
+    cls: type,
+    hybrid: Mapping[str, StaticTest] | None = None,
+    extra_data: Sequence[str] = (),
+    extra_aux: Sequence[str] = (),
+    list_aux: Sequence[str] = (),
+) -> FieldTable:
     """Gather the field table of ``cls`` in declaration order.
 
     Mirrors numpyro's rules (``pytree_data_fields`` if a class declares it, else its
     ``arg_constraints`` keys that are not lazy properties; ``pytree_aux_fields`` added up) but
-    keeps first-seen order instead of a ``set``.
+    keeps first-seen order instead of a ``set``. Two additions keep every attribute a
+    constructor sets, which numpyro's flatten drops (so its round trip recomputes or loses
+    them): ``arg_constraints`` keys that are lazy properties (an alternative parametrization a
+    constructor may store, e.g. ``MultivariateNormal.precision_matrix``; a ``None`` leaf when
+    absent) and the ``extra_data`` / ``extra_aux`` names.
     """
     data: dict[str, None] = {}
     aux: dict[str, None] = dict.fromkeys(_BASE_AUX)
@@ -69,6 +80,13 @@ def field_table(cls: type, hybrid: Mapping[str, StaticTest] | None = None) -> Fi
         data.update(dict.fromkeys(declared))
         aux.update(dict.fromkeys(base.__dict__.get("pytree_aux_fields", ())))
         arrays.update(a for a in constraints if a in data)
+    for base in reversed(cls.__mro__):
+        for arg in vars(base).get("arg_constraints", {}):
+            if isinstance(getattr(cls, arg, None), lazy_property):
+                data.setdefault(arg)
+                arrays.add(arg)
+    data.update(dict.fromkeys(extra_data))
+    aux.update(dict.fromkeys(extra_aux))
     both = [name for name in data if name in aux]
     hybrid = dict(hybrid or {})
     unknown = [name for name in both if name not in hybrid]
@@ -86,66 +104,87 @@ def field_table(cls: type, hybrid: Mapping[str, StaticTest] | None = None) -> Fi
         aux=tuple(name for name in aux if name not in hybrid),
         hybrid=hybrid,
         array_fields=frozenset(arrays - set(hybrid)),
-        default_on_class=frozenset(n for n in (*data, *aux) if hasattr(cls, n)),
+        list_aux=frozenset(list_aux),
     )
 
 
 def register(cls: type, table: FieldTable) -> None:
     """Register ``cls`` with JAX (with key paths) and attach numpyro's pytree methods.
 
-    Aux data is ``(aux values..., hybrid statics...)``: hashable, process-independent.
+    Aux data is ``(aux values..., hybrid statics..., absent names)``: hashable and the same in
+    every process. ``absent names`` are fields the instance does not set (usually none), so
+    unflatten rebuilds exactly the ``__dict__`` that was flattened.
     """
     data, aux, hybrid = table.data, table.aux, table.hybrid
     n_data, n_aux = len(data), len(aux)
     keys = tuple(GetAttrKey(name) for name in data)
     hybrid_at = tuple((data.index(name), name, test) for name, test in hybrid.items())
-    skip_none = table.default_on_class
+    names = (*data, *aux)
+    n_statics = n_aux + len(hybrid_at) + 1
+    names_set = frozenset(names)
+    list_at = tuple(i for i, name in enumerate(aux) if name in table.list_aux)
+    new = cls.__new__
+    special = bool(list_at or hybrid_at)
     array_at = tuple(i for i, name in enumerate(data) if name in table.array_fields)
     qualname = cls.__qualname__
 
     def flatten(d: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         state = d.__dict__
+        absent = tuple(filterfalse(state.__contains__, names))
+        if special:
+            return _flatten_special(d, state, absent)
+        return tuple(map(state.get, data)), (*map(state.get, aux), absent)
+
+    def _flatten_special(d: Any, state: dict[str, Any], absent: tuple[str, ...]) -> Any:
         children = tuple(map(state.get, data))
         statics = tuple(map(state.get, aux))
+        if list_at:
+            statics = _freeze(statics, list_at)
         if hybrid_at:
             children, hybrid_statics = _split_hybrid(d, children, hybrid_at)
             statics += hybrid_statics
-        return children, statics
+        return children, (*statics, absent)
 
     def flatten_with_keys(d: Any) -> tuple[tuple[tuple[GetAttrKey, Any], ...], tuple[Any, ...]]:
         children, statics = flatten(d)
         return tuple(zip(keys, children)), statics
 
     def unflatten(statics: tuple[Any, ...], children: Any) -> Any:
-        children = tuple(children)
         if len(children) != n_data:
             raise ValueError(
                 f"{qualname}.tree_unflatten expected {n_data} children {data}, "
                 f"got {len(children)}"
             )
-        if type(statics) is not tuple or len(statics) != n_aux + len(hybrid_at):
-            raise ValueError(
-                f"{qualname}.tree_unflatten got malformed aux data {statics!r}: expected a "
-                f"tuple of {n_aux + len(hybrid_at)} values for {aux + tuple(hybrid)}"
-            )
+        if type(statics) is not tuple or len(statics) != n_statics:
+            _malformed(statics)
         for i in array_at:
-            leaf = children[i]
-            if isinstance(leaf, str | bytes | _NumpyroDistribution):
+            if isinstance(children[i], _NOT_ARRAYS):
                 raise TypeError(
                     f"{qualname}.tree_unflatten: parameter {data[i]!r} must be an array-like "
-                    f"leaf, got {type(leaf).__name__}"
+                    f"leaf, got {type(children[i]).__name__}"
                 )
-        d = cls.__new__(cls)
-        state = d.__dict__
-        for name, value in zip(data, children):
-            if value is not None or name not in skip_none:
-                state[name] = value
-        for name, value in zip(aux, statics):
-            if value is not None or name not in skip_none:
-                state[name] = value
-        for (i, name, _), static in zip(hybrid_at, statics[n_aux:]):
-            state[name] = children[i] if static is None else static
+        state = dict(zip(names, (*children, *statics)))
+        if special:
+            for i in list_at:
+                if type(statics[i]) is tuple:
+                    state[aux[i]] = list(statics[i])
+            for (i, name, _), static in zip(hybrid_at, statics[n_aux:]):
+                state[name] = children[i] if static is None else static
+        absent = statics[-1]
+        if absent:
+            if type(absent) is not tuple or not names_set.issuperset(absent):
+                _malformed(statics)
+            for name in absent:
+                del state[name]
+        d = new(cls)
+        d.__dict__ = state
         return d
+
+    def _malformed(statics: Any) -> None:
+        raise ValueError(
+            f"{qualname}.tree_unflatten got malformed aux data {statics!r}: expected a tuple "
+            f"of values for {aux + tuple(hybrid)} and a tuple of absent field names"
+        )
 
     jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
     cls.tree_flatten = flatten
@@ -153,6 +192,17 @@ def register(cls: type, table: FieldTable) -> None:
     cls.gather_pytree_data_fields = classmethod(lambda c: data)
     cls.gather_pytree_aux_fields = classmethod(lambda c: aux + tuple(hybrid))
     cls.__stable_fields__ = table
+
+
+_NOT_ARRAYS = (str, bytes, _NumpyroDistribution)
+
+
+def _freeze(statics: tuple[Any, ...], list_at: tuple[int, ...]) -> tuple[Any, ...]:
+    frozen = list(statics)
+    for i in list_at:
+        if type(frozen[i]) is list:
+            frozen[i] = tuple(frozen[i])
+    return tuple(frozen)
 
 
 def _split_hybrid(
