@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -64,7 +65,27 @@ class StableMeta(DistributionMeta):
         instance = super().__call__(*args, **kwargs)
         if isinstance(instance, Distribution):
             _adopt_children(instance)
+            if not instance.__dict__.keys() <= cls.__stable_names__:
+                _warn_undeclared(cls, instance)
         return instance
+
+
+_warned: set[type] = set()
+
+
+def _warn_undeclared(cls: type, instance: Any) -> None:
+    """Once per class: attributes outside the field table do not survive tree_unflatten."""
+    if cls in _warned:
+        return
+    _warned.add(cls)
+    extra = sorted(instance.__dict__.keys() - cls.__stable_names__)
+    warnings.warn(
+        f"{cls.__qualname__} sets attribute(s) {extra} that are not pytree fields, so "
+        "tree_unflatten (jit, vmap, scan, ...) drops them; declare them in "
+        "pytree_data_fields (arrays, distributions) or pytree_aux_fields (static values)",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def _build_stable_class(cls: type) -> None:
@@ -99,6 +120,7 @@ def _build_stable_class(cls: type) -> None:
         hybrid.update(vars(base).get("pytree_hybrid_fields", {}))
     table = field_table(cls, hybrid, extra["data"], extra["aux"], extra["list_aux"])
     register(cls, table)
+    cls.__stable_names__ = frozenset((*table.data, *table.aux))
 
 
 def _resolve(cls: type, name: str) -> tuple[type, Any]:

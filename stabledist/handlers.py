@@ -1,0 +1,160 @@
+"""Effect handlers: numpyro's handlers, with a ``seed`` that keeps no RNG state between calls.
+
+numpyro's :class:`numpyro.handlers.seed` stores the running key on the handler object
+(``self.rng_key`` is split and reassigned for every sample site). An object that is kept
+around (``seeded = seed(model, key)`` at module level) and traced more than once -- model
+inspection followed by ``jax.jit``, ``jax.vmap(svi.init)`` over a blocked autoguide -- can then
+end up holding a tracer from an earlier trace, which is a tracer leak.
+
+:class:`seed` here is a subclass of numpyro's, so ``isinstance`` checks and numpyro internals
+keep working, but the running key lives in the call (or the ``with`` block), not the object:
+
+* ``seeded(*args)`` runs on a fresh copy of the handler that starts from the key it was given,
+  so every call draws the same values and the object can be traced any number of times;
+* ``with handler: ...`` advances ``handler.rng_key`` inside the block exactly as numpyro does
+  and restores it on exit, so a handler object reused for several blocks starts each block
+  from the same key.
+
+Every other public handler is re-exported unchanged from :mod:`numpyro.handlers`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.handlers as _numpyro_handlers
+from jax import random
+from numpyro.util import is_prng_key
+
+RngSeed = int | np.integer | np.ndarray | jax.Array | None
+"""What ``seed`` accepts: an int (or 0-d integer array), a PRNG key (typed ``jax.random.key`` or
+legacy uint32 ``jax.random.PRNGKey``), or None (the handler then supplies no keys)."""
+
+_SEED_HELP = (
+    "an int, a 0-d integer array, a single PRNG key (jax.random.key(...) or a legacy "
+    "jax.random.PRNGKey(...), i.e. a uint32 array of shape (2,)), or None"
+)
+
+
+def _describe(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return f"{type(value).__name__} of shape {tuple(shape)} and dtype {dtype}"
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def _to_prng_key(rng_seed: RngSeed) -> jax.Array | None:
+    """Turn ``rng_seed`` into a key (or None) the way numpyro does, with a clear error if it
+    cannot be one -- a float seed or a batch of keys is a bug, not something to coerce."""
+    if rng_seed is None or is_prng_key(rng_seed):
+        return rng_seed
+    if isinstance(rng_seed, (int, np.integer)):  # bool included, as in numpyro
+        return random.key(rng_seed)
+    if isinstance(rng_seed, (np.ndarray, jax.Array)):
+        dtype = rng_seed.dtype
+        if jnp.issubdtype(dtype, jax.dtypes.prng_key):
+            raise TypeError(
+                f"seed: rng_seed must be a single PRNG key, got a key array of shape "
+                f"{tuple(rng_seed.shape)}; to use several keys, jax.vmap over them."
+            )
+        is_int = jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.bool_)
+        if rng_seed.shape == () and is_int:
+            return random.key(rng_seed)
+    raise TypeError(f"seed: rng_seed must be {_SEED_HELP}; got {_describe(rng_seed)}.")
+
+
+class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's handler
+    """Seed the sample sites of ``fn`` from ``rng_seed``, without keeping RNG state between calls.
+
+    Same signature and per-site key splitting as :class:`numpyro.handlers.seed` (so the draws of
+    a call are bit-identical to a fresh numpyro ``seed(fn, rng_seed)``), but each call of the
+    wrapped callable starts again from ``rng_seed`` and a ``with`` block restores ``rng_key``
+    on exit. That makes a seeded model safe to keep globally and to trace under ``jax.jit``,
+    ``jax.vmap``, ``jax.grad`` or model inspection any number of times.
+
+    :param fn: Python callable with NumPyro primitives (omit to use as context manager or
+        decorator).
+    :param rng_seed: an int, a 0-d integer array, a PRNG key, or None (no keys are supplied).
+    :param hide_types: optional list of site types to skip seeding, e.g. ``['plate']``.
+    """
+
+    def __init__(
+        self,
+        fn: Callable | None = None,
+        rng_seed: RngSeed = None,
+        hide_types: list[str] | None = None,
+    ) -> None:
+        super().__init__(fn, rng_seed=_to_prng_key(rng_seed), hide_types=hide_types)
+        # Keys at entry of the currently open ``with`` blocks of this object, innermost last.
+        self._entry_rng_keys: list[jax.Array | None] = []
+
+    @property
+    def _given_rng_key(self) -> jax.Array | None:
+        """The key calls start from: ``rng_key`` at rest, i.e. outside of any ``with`` block."""
+        return self._entry_rng_keys[0] if self._entry_rng_keys else self.rng_key
+
+    def __enter__(self) -> None:
+        # Remember the key at entry; ``__exit__`` puts it back, so the block leaves no state.
+        self._entry_rng_keys.append(self.rng_key)
+        try:
+            return super().__enter__()
+        except BaseException:
+            self._entry_rng_keys.pop()
+            raise
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        # Restore in a finally: the advanced key may be a tracer of the trace being left.
+        try:
+            super().__exit__(exc_type, exc_value, traceback)
+        finally:
+            self.rng_key = self._entry_rng_keys.pop()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn`` under a private copy of this handler, so the call's state dies with it."""
+        if self.fn is None:
+            # Decorator use: ``@seed(rng_seed=0)``.
+            if len(args) != 1 or kwargs or not callable(args[0]):
+                raise TypeError(
+                    "seed: a handler created without fn can only decorate a single callable, "
+                    "e.g. `@seed(rng_seed=0)`; to run a model, use `seed(model, rng_seed)(...)`."
+                )
+            self.fn = args[0]
+            functools.update_wrapper(self, self.fn, updated=[])
+            return self
+        handler = copy.copy(self)
+        handler.rng_key = self._given_rng_key
+        handler.hide_types = list(self.hide_types)
+        handler._entry_rng_keys = []
+        with handler:
+            return handler.fn(*args, **kwargs)
+
+
+# Everything numpyro exports, unchanged, except ``seed`` (derived, so new handlers follow).
+_REEXPORTED: list[str] = [name for name in _numpyro_handlers.__all__ if name != "seed"]
+globals().update({name: getattr(_numpyro_handlers, name) for name in _REEXPORTED})
+
+__all__ = ["seed"]
+__all__.extend(_REEXPORTED)
+
+
+def __getattr__(name: str) -> Any:
+    """Fall back to :mod:`numpyro.handlers` for anything else (e.g. ``Messenger``), so this
+    module is a drop-in replacement for it."""
+    try:
+        return getattr(_numpyro_handlers, name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

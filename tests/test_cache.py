@@ -1,0 +1,231 @@
+"""The external weak-key cache: instances never change, entries die with them, threads
+compute once, tracers never outlive their trace, concrete values are computed eagerly."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpyro.distributions as nd
+import pytest
+from conftest import BUILDERS
+from numpyro.distributions.util import lazy_property
+
+import stabledist as sd
+from stabledist.cache import CACHE
+
+
+def lazy_names(d) -> list[str]:
+    return sorted(
+        n for n in dir(type(d)) if isinstance(getattr(type(d), n, None), lazy_property)
+    )
+
+
+def read_everything(d) -> None:
+    """Read every lazy property of ``d`` and of the distributions it holds (a property that
+    raises, as numpyro's does too - see test_lazy_values_equal_numpyro - is still read)."""
+    for n in lazy_names(d):
+        try:
+            getattr(d, n)
+        except Exception:
+            pass
+    for v in vars(d).values():
+        for w in v if isinstance(v, list | tuple) else [v]:
+            if isinstance(w, nd.Distribution):
+                read_everything(w)
+
+
+LAZY_BUILDERS = BUILDERS  # every example: reading nothing must change nothing either
+
+
+@pytest.mark.parametrize("build", [b for _, b in LAZY_BUILDERS], ids=[i for i, _ in LAZY_BUILDERS])
+def test_reading_lazy_values_changes_nothing(build):
+    d = build(sd)
+    state, args = dict(vars(d)), d.get_args()
+    tree = jax.tree_util.tree_structure(d)
+    read_everything(d)
+    assert vars(d) == state  # same keys, same objects
+    assert d.get_args().keys() == args.keys()
+    assert jax.tree_util.tree_structure(d) == tree
+
+
+@pytest.mark.parametrize("build", [b for _, b in LAZY_BUILDERS], ids=[i for i, _ in LAZY_BUILDERS])
+def test_lazy_values_equal_numpyro(build):
+    """Every lazy value is bit-identical to numpyro's, or both raise the same error."""
+    ours, theirs = build(sd), build(nd)
+    for n in lazy_names(theirs):
+        try:
+            expected = getattr(theirs, n)
+        except Exception as e:
+            with pytest.raises(type(e)):
+                getattr(ours, n)
+            continue
+        got = getattr(ours, n)
+        assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(expected)
+        for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(expected)):
+            assert jnp.array_equal(a, b, equal_nan=True), n
+
+
+def test_lazy_property_count_matches_expectation():
+    """numpyro 0.22 has 39 classes with lazy properties; all are covered by the catalog."""
+    with_lazy = {n for n in dir(nd) if isinstance(getattr(nd, n), type)
+                 and issubclass(getattr(nd, n), nd.Distribution) and lazy_names_of(getattr(nd, n))}
+    covered = {type(b(nd)).__name__ for _, b in BUILDERS}
+    assert len(with_lazy) >= 35
+    assert with_lazy <= covered
+
+
+def lazy_names_of(cls) -> list[str]:
+    return [n for n in dir(cls) if isinstance(getattr(cls, n, None), lazy_property)]
+
+
+def test_values_cached_once_and_identical():
+    d = sd.MultivariateNormal(jnp.zeros(3), scale_tril=jnp.eye(3) * 2)
+    first = d.precision_matrix
+    assert d.precision_matrix is first
+    assert CACHE.cached(d)["precision_matrix"] is first
+    u = nd.MultivariateNormal(jnp.zeros(3), scale_tril=jnp.eye(3) * 2)
+    assert jnp.array_equal(first, u.precision_matrix)
+
+
+def test_entries_released_with_instance():
+    gc.collect()
+    before = sd.cache_info()
+    for _ in range(2000):
+        d = sd.MultivariateNormal(jnp.zeros(2), scale_tril=jnp.eye(2))
+        d.precision_matrix, d.covariance_matrix  # noqa: B018
+    del d
+    gc.collect()
+    assert sd.cache_info() == before
+
+
+def test_clear_cache_forces_recompute():
+    d = sd.MultivariateNormal(jnp.zeros(2), scale_tril=jnp.eye(2))
+    p = d.precision_matrix
+    sd.clear_cache()
+    assert "precision_matrix" not in CACHE.cached(d)
+    assert d.precision_matrix is not p and jnp.array_equal(d.precision_matrix, p)
+
+
+CALLS: list[int] = []
+
+
+class Counting(nd.Normal):
+    @lazy_property
+    def slow(self):
+        CALLS.append(1)
+        threading.Event().wait(0.05)  # give other threads every chance to race
+        return self.loc + 1
+
+
+def test_threads_compute_at_most_once():
+    Stable = sd.make_stable(Counting)  # noqa: N806
+    d = Stable(jnp.arange(3.0), 1.0)
+    CALLS.clear()
+    barrier, results = threading.Barrier(8), []
+
+    def read():
+        barrier.wait()
+        results.append(d.slow)
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(CALLS) == 1
+    assert all(r is results[0] for r in results)
+
+
+# ---- tracing -------------------------------------------------------------------------------
+
+PRIOR = sd.TruncatedNormal(0.5, 1.0, low=1.0, high=2.0)
+MVN = sd.MultivariateNormal(jnp.zeros(3), scale_tril=jnp.tril(jnp.ones((3, 3))) + jnp.eye(3))
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        lambda f: jax.jit(f),
+        lambda f: jax.vmap(f),
+        lambda f: jax.grad(lambda x: f(x).sum()),
+        lambda f: jax.jit(jax.vmap(f)),
+        lambda f: lambda x: jax.lax.scan(lambda c, xi: (c, f(xi)), 0.0, x)[1],
+        lambda f: jax.pmap(f),
+    ],
+    ids=["jit", "vmap", "grad", "jit-vmap", "scan", "pmap"],
+)
+def test_global_instances_under_transformations_do_not_leak(transform):
+    x = jnp.full((4,), 1.5)
+
+    def f(x):
+        value = jnp.stack([x, x, x], -1)
+        return PRIOR.log_prob(x) + MVN.log_prob(value) + MVN.precision_matrix[0, 0]
+
+    sd.clear_cache()
+    expected = jax.vmap(f)(x) if True else None
+    sd.clear_cache()
+    with jax.checking_leaks():
+        out = transform(f)(x)
+        again = transform(f)(x)
+    if out.shape == expected.shape:  # grad has the same shape but other values
+        assert jnp.allclose(again, out)
+    # values cached during the trace are concrete, and the globals still work eagerly
+    for value in [*CACHE.cached(PRIOR).values(), *CACHE.cached(MVN).values()]:
+        assert not isinstance(value, jax.core.Tracer)
+    assert jnp.allclose(jax.vmap(f)(x), expected)
+
+
+def test_concrete_value_is_one_constant_in_the_jaxpr():
+    p = jnp.eye(50) * 2.0
+    ours = sd.MultivariateNormal(jnp.zeros(50), scale_tril=p)
+    theirs = nd.MultivariateNormal(jnp.zeros(50), scale_tril=p)
+    x = jnp.ones(50)
+    n_ours = len(jax.make_jaxpr(lambda x: ours.precision_matrix @ x)(x).eqns)
+    n_theirs = len(jax.make_jaxpr(lambda x: theirs.precision_matrix @ x)(x).eqns)
+    assert n_ours == 1 < n_theirs
+    # first read happened inside the trace and was cached as a concrete value
+    assert not isinstance(CACHE.cached(ours)["precision_matrix"], jax.core.Tracer)
+
+
+def test_traced_parameters_are_not_cached():
+    seen = []
+
+    def f(loc):
+        d = sd.MultivariateNormal(loc, scale_tril=jnp.eye(2))
+        value = d.precision_matrix
+        seen.append(CACHE.cached(d))
+        return value.sum() + loc.sum()
+
+    with jax.checking_leaks():
+        jax.jit(f)(jnp.zeros(2))
+        jax.grad(f)(jnp.zeros(2))
+    # whatever was cached for an instance with traced leaves is concrete
+    assert all(not isinstance(v, jax.core.Tracer) for s in seen for v in s.values())
+
+    def g(scale):
+        d = sd.MultivariateNormal(jnp.zeros(2), scale_tril=scale * jnp.eye(2))
+        value = d.precision_matrix
+        seen.append(CACHE.cached(d))
+        return value.sum()
+
+    seen.clear()
+    with jax.checking_leaks():
+        jax.jit(g)(1.0)
+        jax.grad(g)(1.0)
+        jax.vmap(g)(jnp.ones(2))
+    assert seen == [{}, {}, {}]
+
+
+def test_instance_built_outside_read_inside_nested_trace():
+    """A concrete instance built eagerly, first read inside nested transformations."""
+    d = sd.TruncatedNormal(0.0, 1.0, low=-1.0, high=1.0)
+    with jax.checking_leaks():
+        out = jax.jit(jax.vmap(jax.grad(lambda x: d.log_prob(x))))(jnp.array([0.1, 0.2]))
+    assert jnp.allclose(
+        out, jax.vmap(jax.grad(nd.TruncatedNormal(0.0, 1.0, low=-1.0, high=1.0).log_prob))(
+            jnp.array([0.1, 0.2])
+        )
+    )
