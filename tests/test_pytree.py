@@ -56,17 +56,7 @@ def test_round_trip_is_exact(d):
             if isinstance(value, jax.Array):
                 assert vars(b)[key] is value
     assert jax.tree_util.tree_structure(e) == tree
-    k = jax.random.PRNGKey(1)
-    try:
-        x = d.sample(k)
-    except (NotImplementedError, ImportError):
-        return
-    assert jnp.array_equal(e.sample(k), x, equal_nan=True)
-    try:
-        lp = d.log_prob(x)
-    except ValueError:  # IntervalCensored: samples are not log_prob values (numpyro quirk)
-        return
-    assert jnp.array_equal(e.log_prob(x), lp, equal_nan=True)
+    # the rebuilt instance's numbers are checked against numpyro's in test_numbers.py
 
 
 def test_key_paths_name_leaves(d):
