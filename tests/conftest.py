@@ -14,18 +14,11 @@ import stabledist as sd
 from stabledist.testing import catalog
 
 CLASS_NAMES, FACTORY_NAMES = catalog.public_names()
-EXAMPLE_NAMES = sorted(catalog.EXAMPLES)
-
-
-def all_builders() -> list[tuple[str, object]]:
-    """(id, builder) for every example and every variant."""
-    out = [(name, catalog.EXAMPLES[name]) for name in EXAMPLE_NAMES]
-    for name, variants in sorted(catalog.VARIANTS.items()):
-        out += [(f"{name}[{i}]", b) for i, b in enumerate(variants, start=1)]
-    return out
-
-
-BUILDERS = all_builders()
+EXAMPLE_NAMES = sorted(n for n in catalog.EXAMPLES if n in nd.__all__)
+BUILDERS = sorted(catalog.all_builders())
+assert set(CLASS_NAMES + FACTORY_NAMES) - set(catalog.EXCLUDED) <= set(EXAMPLE_NAMES), (
+    "every public distribution name of the installed numpyro needs a catalog example"
+)
 
 
 @pytest.fixture(params=[b for _, b in BUILDERS], ids=[i for i, _ in BUILDERS])

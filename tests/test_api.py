@@ -22,7 +22,7 @@ def test_every_public_name_is_exported():
     assert set(nd.__all__) <= set(sd.__all__)
     missing = [n for n in nd.__all__ if not hasattr(sd, n)]
     assert not missing
-    assert len(CLASS_NAMES) >= 100 and len(FACTORY_NAMES) >= 16  # numpyro 0.22: 101 and 16
+    assert len(CLASS_NAMES) >= 90 and len(FACTORY_NAMES) >= 12  # 0.21: 91+12, 0.22: 101+16
 
 
 @pytest.mark.parametrize("name", CLASS_NAMES)

@@ -69,11 +69,11 @@ def test_lazy_values_equal_numpyro(build):
 
 
 def test_lazy_property_count_matches_expectation():
-    """numpyro 0.22 has 39 classes with lazy properties; all are covered by the catalog."""
+    """Every class with lazy properties is in the catalog (numpyro 0.22: 39 public, 0.21: 29)."""
     with_lazy = {n for n in dir(nd) if isinstance(getattr(nd, n), type)
                  and issubclass(getattr(nd, n), nd.Distribution) and lazy_names_of(getattr(nd, n))}
     covered = {type(b(nd)).__name__ for _, b in BUILDERS}
-    assert len(with_lazy) >= 35
+    assert len(with_lazy) >= 25
     assert with_lazy <= covered
 
 

@@ -607,10 +607,13 @@ def example(name: str, module: types.ModuleType) -> Distribution:
 
 
 def all_builders() -> list[tuple[str, Builder]]:
-    """Every ``(id, builder)`` pair: the main examples then the variants (``Name[k]``)."""
-    out: list[tuple[str, Builder]] = list(EXAMPLES.items())
+    """Every ``(id, builder)`` pair: the main examples then the variants (``Name[k]``), for the
+    names the installed numpyro has (the catalog also covers names added by later releases)."""
+    have = set(numpyro.distributions.__all__)
+    out: list[tuple[str, Builder]] = [(n, b) for n, b in EXAMPLES.items() if n in have]
     for name, builders in VARIANTS.items():
-        out.extend((f"{name}[{k}]", b) for k, b in enumerate(builders, start=1))
+        if name in have:
+            out.extend((f"{name}[{k}]", b) for k, b in enumerate(builders, start=1))
     return out
 
 
