@@ -71,6 +71,21 @@ __all__ = [
     "stable_class",
 ]
 del _namespace
+
+_LAZY_SUBMODULES = ("handlers", "testing")
+
+
+def __getattr__(name: str) -> _Any:
+    """Import ``handlers`` / ``testing`` on first use; name close matches for typos."""
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    import difflib
+
+    close = difflib.get_close_matches(name, [*__all__, *_LAZY_SUBMODULES], n=3)
+    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+    raise AttributeError(f"module 'stabledist' has no attribute {name!r}{hint}")
 assert biject_to is _nd.biject_to and constraints is _nd.constraints
 assert kl_divergence is _nd.kl_divergence and transforms is _nd.transforms
 assert Distribution is globals()["Distribution"]

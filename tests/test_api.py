@@ -80,6 +80,14 @@ def test_submodules_import_like_numpyro(module):
             assert value is sd.stable_class(up)
 
 
+def test_unknown_names_get_a_clear_error():
+    with pytest.raises(AttributeError, match=r"no attribute 'Normel'; did you mean 'Normal'"):
+        sd.Normel  # noqa: B018
+    with pytest.raises(AttributeError, match=r"no attribute 'Nothing_like_it'$"):
+        sd.Nothing_like_it  # noqa: B018
+    assert sd.handlers.seed is importlib.import_module("stabledist.handlers").seed
+
+
 def test_from_import_gives_stable_classes():
     from stabledist.continuous import MultivariateNormal, Normal
     from stabledist.distribution import Distribution, Independent
