@@ -112,8 +112,9 @@ def register(cls: type, table: FieldTable) -> None:
     """Register ``cls`` with JAX (with key paths) and attach numpyro's pytree methods.
 
     Aux data is ``(aux values..., hybrid statics..., absent names)``: hashable and the same in
-    every process. ``absent names`` are fields the instance does not set (usually none), so
-    unflatten rebuilds exactly the ``__dict__`` that was flattened.
+    every process. ``absent names`` are fields the instance does not set (usually none; an
+    unset ``_validate_args`` is its ``None``), so unflatten rebuilds exactly the ``__dict__``
+    that was flattened.
     """
     data, aux, hybrid = table.data, table.aux, table.hybrid
     n_data, n_aux = len(data), len(aux)
@@ -122,6 +123,10 @@ def register(cls: type, table: FieldTable) -> None:
     names = (*data, *aux)
     n_statics = n_aux + len(hybrid_at) + 1
     names_set = frozenset(names)
+    # fields whose absence is recorded; ``_validate_args`` is absent iff None (numpyro's
+    # Distribution.__init__ only stores a bool), so the common instance takes the fast path
+    tracked_names = tuple(n for n in names if n != "_validate_args")
+    tracked = frozenset(tracked_names)
     list_at = tuple(i for i, name in enumerate(aux) if name in table.list_aux)
     new = cls.__new__
     special = bool(list_at or hybrid_at)
@@ -130,7 +135,10 @@ def register(cls: type, table: FieldTable) -> None:
 
     def flatten(d: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         state = d.__dict__
-        absent = tuple(filterfalse(state.__contains__, names))
+        if tracked <= state.keys():
+            absent: tuple[str, ...] = ()
+        else:
+            absent = tuple(filterfalse(state.__contains__, tracked_names))
         if special:
             return _flatten_special(d, state, absent)
         return tuple(map(state.get, data)), (*map(state.get, aux), absent)
@@ -150,6 +158,8 @@ def register(cls: type, table: FieldTable) -> None:
         return tuple(zip(keys, children)), statics
 
     def unflatten(statics: tuple[Any, ...], children: Any) -> Any:
+        """JAX's path: the treedef came from ``flatten``; leaves may be anything JAX or a
+        ``tree_map`` put there (tracers, dtypes, in_axes, strings)."""
         if len(children) != n_data:
             raise ValueError(
                 f"{qualname}.tree_unflatten expected {n_data} children {data}, "
@@ -157,12 +167,6 @@ def register(cls: type, table: FieldTable) -> None:
             )
         if type(statics) is not tuple or len(statics) != n_statics:
             _malformed(statics)
-        for i in array_at:
-            if isinstance(children[i], _NOT_ARRAYS):
-                raise TypeError(
-                    f"{qualname}.tree_unflatten: parameter {data[i]!r} must be an array-like "
-                    f"leaf, got {type(children[i]).__name__}"
-                )
         state = dict(zip(names, (*children, *statics)))
         if special:
             for i in list_at:
@@ -170,6 +174,8 @@ def register(cls: type, table: FieldTable) -> None:
                     state[aux[i]] = list(statics[i])
             for (i, name, _), static in zip(hybrid_at, statics[n_aux:]):
                 state[name] = children[i] if static is None else static
+        if state["_validate_args"] is None:
+            del state["_validate_args"]
         absent = statics[-1]
         if absent:
             if type(absent) is not tuple or not names_set.issuperset(absent):
@@ -180,6 +186,17 @@ def register(cls: type, table: FieldTable) -> None:
         d.__dict__ = state
         return d
 
+    def checked_unflatten(statics: tuple[Any, ...], children: Any) -> Any:
+        """numpyro's ``Cls.tree_unflatten(aux, params)``, called by hand: also check kinds."""
+        children = tuple(children)
+        for i in array_at:
+            if i < len(children) and isinstance(children[i], _NOT_ARRAYS):
+                raise TypeError(
+                    f"{qualname}.tree_unflatten: parameter {data[i]!r} must be an array-like "
+                    f"leaf, got {type(children[i]).__name__}"
+                )
+        return unflatten(statics, children)
+
     def _malformed(statics: Any) -> None:
         raise ValueError(
             f"{qualname}.tree_unflatten got malformed aux data {statics!r}: expected a tuple "
@@ -188,7 +205,7 @@ def register(cls: type, table: FieldTable) -> None:
 
     jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
     cls.tree_flatten = flatten
-    cls.tree_unflatten = classmethod(lambda c, aux_data, params: unflatten(aux_data, params))
+    cls.tree_unflatten = classmethod(lambda _, aux, params: checked_unflatten(aux, params))
     cls.gather_pytree_data_fields = classmethod(lambda c: data)
     cls.gather_pytree_aux_fields = classmethod(lambda c: aux + tuple(hybrid))
     cls.__stable_fields__ = table

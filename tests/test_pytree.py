@@ -158,6 +158,13 @@ def test_unflatten_malformed_aux():
         sd.Normal.tree_unflatten(None, children)
 
 
+def test_tree_map_to_any_leaf_kind_works():
+    """Mapping leaves to strings (e.g. key-path labels) must not be rejected."""
+    d = sd.Normal(jnp.zeros(2), 1.0).to_event(1)
+    labels = jax.tree_util.tree_map_with_path(lambda p, _: jax.tree_util.keystr(p), d)
+    assert jax.tree_util.tree_leaves(labels) == [".base_dist.loc", ".base_dist.scale"]
+
+
 def test_placeholder_leaves_from_jax_still_work():
     """JAX unflattens with non-array placeholders (in_axes, dtypes, None): allowed."""
     d = sd.MultivariateNormal(jnp.zeros((3, 2)), scale_tril=jnp.eye(2))
