@@ -85,6 +85,18 @@ class LazyValueCache:
                 entry.tables[name] = table
             return value
 
+    def adopt(self, instance: object, name: str, value: Any) -> bool:
+        """Take over a lazy value numpyro already cached in some ``__dict__`` (for a numpyro
+        instance being copied into its stable class). Traced values are refused."""
+        if not _is_concrete(value):
+            return False
+        table = self._tables.get(name) or self.table(name)
+        entry = self._entry(instance)
+        with entry.lock:
+            table.setdefault(id(instance), value)
+            entry.tables[name] = table
+        return True
+
     def cached(self, instance: object) -> dict[str, Any]:
         """A copy of the values cached for ``instance`` (empty if none)."""
         entry = self._entries.get(id(instance))

@@ -30,7 +30,7 @@ from numpyro.distributions.distribution import Distribution as _NumpyroDistribut
 from numpyro.distributions.distribution import DistributionMeta
 from numpyro.distributions.util import lazy_property
 
-from stabledist.cache import cached_lazy_property
+from stabledist.cache import CACHE, cached_lazy_property
 from stabledist.pytree import StaticTest, field_table, is_static_bool, register
 
 __all__ = ["Distribution", "is_stable", "make_stable", "stabilize", "stable_class"]
@@ -216,8 +216,14 @@ def stabilize(value: Any) -> Any:
     if isinstance(value, _NumpyroDistribution):
         if isinstance(value, Distribution):
             return value
-        copy = stable_class(type(value)).__new__(stable_class(type(value)))
-        copy.__dict__.update(value.__dict__)
+        cls = stable_class(type(value))
+        copy = cls.__new__(cls)
+        state = copy.__dict__
+        state.update(value.__dict__)
+        for name in state.keys() - cls.__stable_names__:
+            # a value numpyro's lazy_property cached before we got the instance: to the cache
+            if isinstance(getattr(cls, name, None), cached_lazy_property):
+                CACHE.adopt(copy, name, state.pop(name))
         _adopt_children(copy)
         return copy
     if type(value) in (list, tuple) and any(isinstance(v, _NumpyroDistribution) for v in value):

@@ -216,6 +216,16 @@ def test_stabilize_does_not_mutate_user_objects():
     assert sd.stabilize(5) == 5 and sd.stabilize(wrapped) is wrapped
 
 
+def test_adopting_a_numpyro_instance_moves_its_cached_lazy_values():
+    user = nd.TruncatedNormal(0.0, 1.0, low=-1.0, high=1.0)
+    expected = user._log_diff_tail_probs  # numpyro writes it into user.__dict__
+    assert "_log_diff_tail_probs" in vars(user)
+    ours = sd.stabilize(user)
+    assert "_log_diff_tail_probs" not in vars(ours) and "_log_diff_tail_probs" in vars(user)
+    assert ours._log_diff_tail_probs is expected
+    assert set(vars(ours)) <= set(type(ours).__stable_names__)
+
+
 def test_hybrid_mask_field():
     static = sd.Normal(0.0, 1.0).mask(False)
     dynamic = sd.Normal(0.0, 1.0).mask(jnp.array(False))
