@@ -232,12 +232,19 @@ def stabilize(value: Any) -> Any:
 
 
 def _adopt_children(d: Distribution) -> None:
+    """Replace the numpyro distributions ``d`` holds by stable copies (hot: every construction)."""
     state = d.__dict__
     for name, value in state.items():
-        if isinstance(value, _NumpyroDistribution | list | tuple):
-            stable = stabilize(value)
+        if isinstance(value, _NumpyroDistribution):
+            if not isinstance(value, Distribution):
+                state[name] = stabilize(value)
+        elif type(value) in _SEQUENCES and value and not isinstance(value[0], int):
+            stable = stabilize(value)  # shapes are tuples of ints: skipped above
             if stable is not value:
                 state[name] = stable
+
+
+_SEQUENCES = (list, tuple)
 
 
 def mirror_all() -> dict[str, type]:
