@@ -28,6 +28,14 @@ from numpyro.distributions.util import lazy_property as _numpyro_lazy_property
 
 __all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", "clear_cache"]
 
+try:  # jax's own "no trace is active" test; absent in some future jax: always be careful then
+    from jax._src.core import trace_state_clean as _eager
+except ImportError:  # pragma: no cover
+
+    def _eager() -> bool:
+        return False
+
+
 T = TypeVar("T")
 _MISSING: Any = object()
 
@@ -78,8 +86,11 @@ class LazyValueCache:
             value = table.get(id(instance), _MISSING)
             if value is not _MISSING:
                 return value
-            with jax.ensure_compile_time_eval():
+            if _eager():  # ensure_compile_time_eval costs ~1 us; it only matters in a trace
                 value = compute(instance)
+            else:
+                with jax.ensure_compile_time_eval():
+                    value = compute(instance)
             if _is_concrete(value):
                 table[id(instance)] = value
                 entry.tables[name] = table
