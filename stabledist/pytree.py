@@ -10,9 +10,11 @@ live in :mod:`stabledist.cache`, so reading them can never change the tree.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import filterfalse
+from operator import itemgetter
 from typing import Any
 
 import jax
@@ -22,8 +24,19 @@ from numpyro.distributions.util import lazy_property
 
 __all__ = ["FieldTable", "field_table", "register"]
 
-# Aux fields every distribution has; ``_validate_args`` is often only a class default.
-_BASE_AUX = ("_batch_shape", "_event_shape", "_validate_args")
+# Aux fields every distribution has (``_validate_args``, often only a class default, is put last).
+_BASE_AUX = ("_batch_shape", "_event_shape")
+_VALIDATE = "_validate_args"
+
+
+class _Unset(enum.Enum):
+    """Aux marker of an unset ``_validate_args`` (the class default applies), which is not
+    the same as one set to ``None``. An enum member: hashable, picklable, process-stable."""
+
+    UNSET = "unset"
+
+
+UNSET = _Unset.UNSET
 
 StaticTest = Callable[[Any, Any], bool]
 """``(instance, value) -> True`` when a hybrid field's value is static (goes to aux data)."""
@@ -46,6 +59,9 @@ class FieldTable:
     # aux names whose value may be a list: frozen to a tuple in aux data (which must be
     # hashable) and thawed back to a list by unflatten
     list_aux: frozenset[str] = frozenset()
+    # the trailing data fields that are lazy properties a constructor may set (alternative
+    # parametrizations): absent exactly when their leaf is None
+    optional: tuple[str, ...] = ()
 
 
 def field_table(
@@ -80,13 +96,17 @@ def field_table(
         data.update(dict.fromkeys(declared))
         aux.update(dict.fromkeys(base.__dict__.get("pytree_aux_fields", ())))
         arrays.update(a for a in constraints if a in data)
+    data.update(dict.fromkeys(extra_data))
+    optional: dict[str, None] = {}
     for base in reversed(cls.__mro__):
         for arg in vars(base).get("arg_constraints", {}):
-            if isinstance(getattr(cls, arg, None), lazy_property):
-                data.setdefault(arg)
+            if arg not in data and isinstance(getattr(cls, arg, None), lazy_property):
+                optional[arg] = None
                 arrays.add(arg)
-    data.update(dict.fromkeys(extra_data))
+    data.update(optional)
     aux.update(dict.fromkeys(extra_aux))
+    aux.pop(_VALIDATE, None)
+    aux[_VALIDATE] = None
     both = [name for name in data if name in aux]
     hybrid = dict(hybrid or {})
     unknown = [name for name in both if name not in hybrid]
@@ -105,6 +125,7 @@ def field_table(
         hybrid=hybrid,
         array_fields=frozenset(arrays - set(hybrid)),
         list_aux=frozenset(list_aux),
+        optional=tuple(optional),
     )
 
 
@@ -112,9 +133,10 @@ def register(cls: type, table: FieldTable) -> None:
     """Register ``cls`` with JAX (with key paths) and attach numpyro's pytree methods.
 
     Aux data is ``(aux values..., hybrid statics..., absent names)``: hashable and the same in
-    every process. ``absent names`` are fields the instance does not set (usually none; an
-    unset ``_validate_args`` is its ``None``), so unflatten rebuilds exactly the ``__dict__``
-    that was flattened.
+    every process. ``absent names`` are required fields the instance does not set (usually
+    none); an optional field (a lazy alternative parametrization) is unset exactly when its
+    leaf is ``None``, an unset ``_validate_args`` is :data:`UNSET`. So unflatten rebuilds
+    exactly the ``__dict__`` that was flattened.
     """
     data, aux, hybrid = table.data, table.aux, table.hybrid
     n_data, n_aux = len(data), len(aux)
@@ -123,10 +145,11 @@ def register(cls: type, table: FieldTable) -> None:
     names = (*data, *aux)
     n_statics = n_aux + len(hybrid_at) + 1
     names_set = frozenset(names)
-    # fields whose absence is recorded; ``_validate_args`` is absent iff None (numpyro's
-    # Distribution.__init__ only stores a bool), so the common instance takes the fast path
-    tracked_names = tuple(n for n in names if n != "_validate_args")
-    tracked = frozenset(tracked_names)
+    required_data = data[: n_data - len(table.optional)]
+    required_aux = aux[:-1]  # all but _validate_args, which table.aux puts last
+    tracked_names = (*required_data, *required_aux)
+    get_required_data, get_required_aux = _getter(required_data), _getter(required_aux)
+    optional_data = table.optional
     list_at = tuple(i for i, name in enumerate(aux) if name in table.list_aux)
     new = cls.__new__
     special = bool(list_at or hybrid_at)
@@ -135,17 +158,20 @@ def register(cls: type, table: FieldTable) -> None:
 
     def flatten(d: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         state = d.__dict__
-        if tracked <= state.keys():
-            absent: tuple[str, ...] = ()
-        else:
-            absent = tuple(filterfalse(state.__contains__, tracked_names))
-        if special:
-            return _flatten_special(d, state, absent)
-        return tuple(map(state.get, data)), (*map(state.get, aux), absent)
+        if not special:
+            try:  # the common instance: every required field set
+                statics = (*get_required_aux(state), state.get(_VALIDATE, UNSET), ())
+                if optional_data:
+                    return (*get_required_data(state), *map(state.get, optional_data)), statics
+                return get_required_data(state), statics
+            except KeyError:
+                pass
+        return _flatten_general(d, state)
 
-    def _flatten_special(d: Any, state: dict[str, Any], absent: tuple[str, ...]) -> Any:
+    def _flatten_general(d: Any, state: dict[str, Any]) -> Any:
+        absent = tuple(filterfalse(state.__contains__, tracked_names))
         children = tuple(map(state.get, data))
-        statics = tuple(map(state.get, aux))
+        statics = (*map(state.get, required_aux), state.get(_VALIDATE, UNSET))
         if list_at:
             statics = _freeze(statics, list_at)
         if hybrid_at:
@@ -174,8 +200,11 @@ def register(cls: type, table: FieldTable) -> None:
                     state[aux[i]] = list(statics[i])
             for (i, name, _), static in zip(hybrid_at, statics[n_aux:]):
                 state[name] = children[i] if static is None else static
-        if state["_validate_args"] is None:
-            del state["_validate_args"]
+        for name in optional_data:
+            if state[name] is None:
+                del state[name]
+        if state[_VALIDATE] is UNSET:
+            del state[_VALIDATE]
         absent = statics[-1]
         if absent:
             if type(absent) is not tuple or not names_set.issuperset(absent):
@@ -209,6 +238,16 @@ def register(cls: type, table: FieldTable) -> None:
     cls.gather_pytree_data_fields = classmethod(lambda c: data)
     cls.gather_pytree_aux_fields = classmethod(lambda c: aux + tuple(hybrid))
     cls.__stable_fields__ = table
+
+
+def _getter(names: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """``state -> tuple of state[name]`` at C speed; raises KeyError for an unset field."""
+    if len(names) >= 2:
+        return itemgetter(*names)
+    if len(names) == 1:
+        only = names[0]
+        return lambda state: (state[only],)
+    return lambda state: ()
 
 
 _NOT_ARRAYS = (str, bytes, _NumpyroDistribution)
