@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(PY) -m pytest $(ARGS)
 
 docs: $(STAMP)
-	$(PY) -m mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) results site .pytest_cache .hypothesis

@@ -2,9 +2,9 @@
 
 ``import stabledist as dist`` replaces ``import numpyro.distributions as dist``. Every class is
 a subclass of the numpyro class of the same name (same constructor, same numbers), but lazy
-values live in an external weak-key cache (:mod:`stabledist.cache`) and pytrees have a fixed,
-key-path field layout (:mod:`stabledist.pytree`). The list of classes and factory functions is
-derived from the installed numpyro (:mod:`stabledist.fork`); import fails loudly if a new
+values live in an external weak-key cache (`stabledist.cache`) and pytrees have a fixed,
+key-path field layout (`stabledist.pytree`). The list of classes and factory functions is
+derived from the installed numpyro (`stabledist.fork`); import fails loudly if a new
 numpyro class cannot be covered.
 """
 

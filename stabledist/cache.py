@@ -10,7 +10,7 @@ weak reference, so:
 * an entry disappears the moment its instance is garbage-collected;
 * a value is computed at most once per instance, also when several threads race for it;
 * a lazy value of a distribution with concrete parameters is computed eagerly (under
-  :func:`jax.ensure_compile_time_eval`), even when first read inside ``jit``/``vmap``/``grad``,
+  `jax.ensure_compile_time_eval`), even when first read inside ``jit``/``vmap``/``grad``,
   cached, and enters the trace as a constant; a value that depends on tracers is returned
   without being cached, so no tracer outlives its trace.
 """
@@ -189,7 +189,7 @@ def clear_cache() -> None:
 
 
 class cached_lazy_property(_numpyro_lazy_property, Generic[T]):  # noqa: N801 - a decorator
-    """A numpyro ``lazy_property`` whose value lives in :data:`CACHE`, not in ``__dict__``.
+    """A numpyro ``lazy_property`` whose value lives in `CACHE`, not in ``__dict__``.
 
     It subclasses numpyro's descriptor so numpyro code that recognises lazy properties
     (``get_args``, ``gather_pytree_data_fields``) keeps treating it as one. It is a non-data

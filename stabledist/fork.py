@@ -3,11 +3,11 @@
 A stable class ``S`` mirrors numpyro class ``N``: ``S.__bases__`` are the stable mirrors of
 ``N``'s bases followed by ``N`` itself, so ``isinstance(stabledist.LogNormal(0, 1), X)`` holds
 for ``X`` = ``numpyro.distributions.LogNormal`` and for ``stabledist.TransformedDistribution``.
-Creating ``S`` (see :meth:`Distribution.__init_subclass__`):
+Creating ``S`` (see `Distribution.__init_subclass__`):
 
 * replaces every numpyro ``lazy_property`` visible on ``S`` by a
-  :class:`~stabledist.cache.cached_lazy_property` over the same function;
-* computes the class's :class:`~stabledist.pytree.FieldTable` once and registers ``S`` with
+  `stabledist.cache.cached_lazy_property` over the same function;
+* computes the class's `stabledist.pytree.FieldTable` once and registers ``S`` with
   JAX with key paths.
 
 numpyro builds inner distributions (``LogNormal``'s base ``Normal``, ``StudentT``'s ``Chi2``,
@@ -46,8 +46,8 @@ HYBRID_FIELDS: dict[str, dict[str, StaticTest]] = {
 }
 
 # Attributes numpyro constructors set but numpyro's pytrees drop (a round trip then loses them:
-# Levy's support, Independent's reparametrized_params). Found by tests/test_fields.py, which
-# checks that every example's __dict__ is covered by its field table.
+# Levy's support, Independent's reparametrized_params). Found by tests/test_pytree.py
+# (test_every_attribute_is_a_field): every example's __dict__ is covered by its field table.
 EXTRA_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     "Levy": {"data": ("_support",)},
     "Independent": {"aux": ("reparametrized_params",), "list_aux": ("reparametrized_params",)},
@@ -89,7 +89,7 @@ def _warn_undeclared(cls: type, instance: Any) -> None:
 
 
 def _build_stable_class(cls: type) -> None:
-    """Make ``cls`` (a new subclass of :class:`Distribution`) stable: lazy values to the
+    """Make ``cls`` (a new subclass of `Distribution`) stable: lazy values to the
     cache, field table computed once, pytree registered with key paths."""
     _check_coverable(cls)
     generated: set[str] = set()
@@ -192,7 +192,7 @@ def make_stable(cls: D, *, hybrid: Mapping[str, StaticTest] | None = None) -> D:
     constructor, is a subclass of ``cls``, caches ``lazy_property`` values externally and has
     a stable, key-path pytree built from ``pytree_data_fields`` / ``pytree_aux_fields`` (or
     ``arg_constraints``). ``hybrid`` names fields that are static when ``test(d, value)``.
-    Subclasses of :class:`stabledist.Distribution` are stable already.
+    Subclasses of `stabledist.Distribution` are stable already.
     """
     if not (isinstance(cls, type) and issubclass(cls, _NumpyroDistribution)):
         raise TypeError(f"make_stable expects a numpyro Distribution subclass, got {cls!r}")
@@ -295,7 +295,7 @@ def wrap_factory(factory: Callable[..., Any]) -> Callable[..., Any]:
 
 class _SkipNumpyroRegistration(_NumpyroDistribution):
     """Stops numpyro's ``__init_subclass__`` (an MRO-walking, set-ordered pytree registration)
-    for every class below, which :class:`Distribution` registers itself."""
+    for every class below, which `Distribution` registers itself."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         object.__init_subclass__(**kwargs)

@@ -1,12 +1,12 @@
 """Effect handlers: numpyro's handlers, with a ``seed`` that keeps no RNG state between calls.
 
-numpyro's :class:`numpyro.handlers.seed` stores the running key on the handler object
+numpyro's `numpyro.handlers.seed` stores the running key on the handler object
 (``self.rng_key`` is split and reassigned for every sample site). An object that is kept
 around (``seeded = seed(model, key)`` at module level) and traced more than once -- model
 inspection followed by ``jax.jit``, ``jax.vmap(svi.init)`` over a blocked autoguide -- can then
 end up holding a tracer from an earlier trace, which is a tracer leak.
 
-:class:`seed` here is a subclass of numpyro's, so ``isinstance`` checks and numpyro internals
+`seed` here is a subclass of numpyro's, so ``isinstance`` checks and numpyro internals
 keep working, but the running key lives in the call (or the ``with`` block), not the object:
 
 * ``seeded(*args)`` runs on a fresh copy of the handler that starts from the key it was given,
@@ -15,7 +15,7 @@ keep working, but the running key lives in the call (or the ``with`` block), not
   and restores it on exit, so a handler object reused for several blocks starts each block
   from the same key.
 
-Every other public handler is re-exported unchanged from :mod:`numpyro.handlers`.
+Every other public handler is re-exported unchanged from `numpyro.handlers`.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def _to_prng_key(rng_seed: RngSeed) -> jax.Array | None:
 class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's handler
     """Seed the sample sites of ``fn`` from ``rng_seed``, without keeping RNG state between calls.
 
-    Same signature and per-site key splitting as :class:`numpyro.handlers.seed` (so the draws of
+    Same signature and per-site key splitting as `numpyro.handlers.seed` (so the draws of
     a call are bit-identical to a fresh numpyro ``seed(fn, rng_seed)``), but each call of the
     wrapped callable starts again from ``rng_seed`` and a ``with`` block restores ``rng_key``
     on exit. That makes a seeded model safe to keep globally and to trace under ``jax.jit``,
@@ -152,7 +152,7 @@ __all__.extend(_REEXPORTED)
 
 
 def __getattr__(name: str) -> Any:
-    """Fall back to :mod:`numpyro.handlers` for anything else (e.g. ``Messenger``), so this
+    """Fall back to `numpyro.handlers` for anything else (e.g. ``Messenger``), so this
     module is a drop-in replacement for it."""
     try:
         return getattr(_numpyro_handlers, name)

@@ -2,10 +2,11 @@
 
 numpyro gathers a distribution's fields on every flatten by walking the MRO into a ``set``, so
 the leaf order follows ``PYTHONHASHSEED`` and each flatten pays for the walk. Here each class
-gets a :class:`FieldTable` once, when the class is created, in declaration order (base classes
+gets a `FieldTable` once, when the class is created, in declaration order (base classes
 first, then each class's ``pytree_data_fields`` or ``arg_constraints`` in the order written), and
-flatten/unflatten are closures over that table. Leaves are constructor state only: lazy values
-live in :mod:`stabledist.cache`, so reading them can never change the tree.
+flatten/unflatten are generated for that table (straight-line code, as dataclasses generates
+``__init__``), with general closures for unusual instances. Leaves are constructor state
+only: lazy values live in `stabledist.cache`, so reading them can never change the tree.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def register(cls: type, table: FieldTable) -> None:
     Aux data is ``(aux values..., hybrid statics..., absent names)``: hashable and the same in
     every process. ``absent names`` are required fields the instance does not set (usually
     none); an optional field (a lazy alternative parametrization) is unset exactly when its
-    leaf is ``None``, an unset ``_validate_args`` is :data:`UNSET`. So unflatten rebuilds
+    leaf is ``None``, an unset ``_validate_args`` is `UNSET`. So unflatten rebuilds
     exactly the ``__dict__`` that was flattened.
     """
     data, aux, hybrid = table.data, table.aux, table.hybrid
@@ -254,7 +255,7 @@ def _generate(
 ) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """Straight-line flatten/unflatten for a class without hybrid or list fields.
 
-    Same contract as the general closures in :func:`register` (which handle every unusual
+    Same contract as the general closures in `register` (which handle every unusual
     case: unset required fields, malformed input), about twice as fast: a numpyro
     distribution is flattened and unflattened on every jitted call that takes one.
     """

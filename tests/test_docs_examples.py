@@ -6,7 +6,8 @@ before its opening fence is ``<!-- no-test -->`` (meant for snippets that need h
 services a test machine lacks). Tracebacks point at the Markdown file and line.
 
 The table of distribution classes in ``docs/api/distributions.md`` is static; it is checked
-here against the installed numpyro, and a failure prints the table to paste.
+here against the installed numpyro when that is the version the page names (other supported
+versions skip the check), and a failure prints the table to paste.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpyro
 import numpyro.distributions as nd
 import pytest
 from numpyro.primitives import _PYRO_STACK
@@ -118,6 +120,11 @@ def distribution_table() -> str:
 
 def test_distribution_table_is_current() -> None:
     page = (DOCS / "api" / "distributions.md").read_text(encoding="utf-8")
+    written_for = re.search(r"written for numpyro (\S+?);", page)
+    assert written_for, "docs/api/distributions.md must say which numpyro its table is for"
+    if written_for[1] != numpyro.__version__:
+        pytest.skip(f"the table is written for numpyro {written_for[1]}, "
+                    f"numpyro {numpyro.__version__} is installed")
     start, end = page.index(TABLE_START) + len(TABLE_START), page.index(TABLE_END)
     expected = distribution_table()
     assert page[start:end].strip() == expected, (
