@@ -23,6 +23,8 @@ from collections.abc import Callable
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 from jax.core import Tracer
 from numpyro.distributions.util import lazy_property as _numpyro_lazy_property
 
@@ -45,6 +47,21 @@ class CacheInfo(NamedTuple):
 
     instances: int
     values: int
+
+
+class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference that knows its cache key, so one bound method serves as every
+    entry's callback (as in WeakValueDictionary) instead of a closure per entry."""
+
+    __slots__ = ("key",)
+
+    def __new__(cls, obj: Any, callback: Any, key: int) -> _KeyedRef:
+        self = super().__new__(cls, obj, callback)
+        self.key = key
+        return self
+
+    def __init__(self, obj: Any, callback: Any, key: int) -> None:
+        super().__init__(obj, callback)
 
 
 class _Entry:
@@ -78,8 +95,17 @@ class LazyValueCache:
         with self._lock:
             return self._tables.setdefault(name, {})
 
-    def get_or_compute(self, instance: T, name: str, compute: Callable[[T], Any]) -> Any:
-        """Return the value of ``name``, computing it once and caching it if it is concrete."""
+    def get_or_compute(
+        self,
+        instance: T,
+        name: str,
+        compute: Callable[[T], Any],
+        compiled: Callable[[T], Any] | None = None,
+    ) -> Any:
+        """Return the value of ``name``, computing it once and caching it if it is concrete.
+
+        ``compiled`` (``jax.jit(compute)``) is used for the first read inside a trace.
+        """
         table = self._tables.get(name) or self.table(name)
         entry = self._entry(instance)
         with entry.lock:
@@ -90,7 +116,7 @@ class LazyValueCache:
                 value = compute(instance)
             else:
                 with jax.ensure_compile_time_eval():
-                    value = compute(instance)
+                    value = _compiled_or_eager(instance, compute, compiled)
             if _is_concrete(value):
                 table[id(instance)] = value
                 entry.tables[name] = table
@@ -143,7 +169,7 @@ class LazyValueCache:
             if entry is None:
                 entry = _Entry()
                 try:
-                    entry.ref = weakref.ref(instance, self._dropper(key))
+                    entry.ref = _KeyedRef(instance, self._drop, key)
                 except TypeError:
                     raise TypeError(
                         f"{type(instance).__name__} instances cannot be weakly referenced "
@@ -153,25 +179,42 @@ class LazyValueCache:
                 self._entries[key] = entry
             return entry
 
-    def _dropper(self, key: int) -> Callable[[weakref.ref[Any]], None]:
+    def _drop(self, ref: _KeyedRef) -> None:
         entries = self._entries
+        entry = entries.get(ref.key)
+        if entry is not None and entry.ref is ref:
+            del entries[ref.key]
+            for table in entry.tables.values():
+                table.pop(ref.key, None)
 
-        def drop(ref: weakref.ref[Any]) -> None:
-            entry = entries.get(key)
-            if entry is not None and entry.ref is ref:
-                del entries[key]
-                for table in entry.tables.values():
-                    table.pop(key, None)
 
-        return drop
+_CONCRETE_TYPES = frozenset({float, int, bool, np.ndarray, type(jnp.zeros(()))})
 
 
 def _is_concrete(value: Any) -> bool:
+    if type(value) in _CONCRETE_TYPES:
+        return True
     if isinstance(value, Tracer):
         return False
-    if isinstance(value, jax.Array | float | int | bool):
-        return True
     return not any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(value))
+
+
+def _compiled_or_eager(
+    instance: Any, compute: Callable[[Any], Any], compiled: Callable[[Any], Any] | None
+) -> Any:
+    """Under a trace, for an instance whose leaves are all concrete: run the lazy property
+    as one compiled function (one XLA compile per class and shape, instead of one per
+    primitive when evaluated op by op). Falls back to op-by-op evaluation for anything jit
+    cannot take (Python control flow on values, non-array results, a numpyro error)."""
+    if compiled is not None and _is_concrete(jax.tree_util.tree_leaves(instance)):
+        try:
+            value = compiled(instance)
+        except Exception:  # any failure: evaluate op by op instead
+            pass
+        else:
+            if _is_concrete(value):
+                return value
+    return compute(instance)
 
 
 CACHE = LazyValueCache()
@@ -206,11 +249,12 @@ class cached_lazy_property(_numpyro_lazy_property, Generic[T]):  # noqa: N801 - 
     def _bind(self, name: str) -> None:
         self.name = name
         self._values = CACHE.table(name)
+        self._compiled = jax.jit(self.wrapped)
 
     def __get__(self, instance: Any, obj_type: type | None = None) -> Any:
         if instance is None:
             return self
         value = self._values.get(id(instance), _MISSING)
         if value is _MISSING:
-            return CACHE.get_or_compute(instance, self.name, self.wrapped)
+            return CACHE.get_or_compute(instance, self.name, self.wrapped, self._compiled)
         return value
