@@ -1,0 +1,344 @@
+"""Compiled benchmarks: a concrete global distribution read inside ``jit`` (per-call
+runtime as the problem grows) and the trace + compile time of a model reading lazy
+properties repeatedly (in this process, and cold in fresh processes)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+from numpyro.infer.util import log_density
+
+from benchmarks.common import MODULES, lazy_names, quiet, spd
+from benchmarks.config import Profile
+from benchmarks.environment import subprocess_env
+from benchmarks.timing import BenchResult, Case, interleave, measure, progress, stmt_timer
+
+# --------------------------------------------------------------------------------------------
+# a concrete global distribution inside a compiled function
+# --------------------------------------------------------------------------------------------
+
+Build = Callable[[Any, tuple], Any]
+Expr = Callable[[Any, jax.Array], jax.Array]
+
+
+def _family(family: str, size: int) -> tuple[Build, tuple, jax.Array, Expr, str]:
+    """``(build(module, params), params, x, expr(d, x), what)`` for one problem size."""
+    rng = np.random.default_rng(size)
+    if family == "mvn_precision":
+        tril = jnp.asarray(np.linalg.cholesky(spd(size, seed=size)))
+        params = (jnp.zeros(size, jnp.float32), tril)
+        x = jnp.asarray(rng.standard_normal(size), jnp.float32)
+        return (
+            lambda m, p: m.MultivariateNormal(p[0], scale_tril=p[1]),
+            params,
+            x,
+            lambda d, x: d.precision_matrix @ x,
+            "d.precision_matrix @ x, d = MultivariateNormal(loc, scale_tril=L), L of dim n",
+        )
+    if family == "truncnormal_logp":
+        def u(lo: float, hi: float) -> jax.Array:
+            return jnp.asarray(rng.uniform(lo, hi, size), jnp.float32)
+
+        params = (u(-1, 1), u(0.5, 3), u(-2.5, -0.5), u(0.5, 2.5))
+        x = u(-0.4, 0.4)
+        return (
+            lambda m, p: m.TruncatedNormal(p[0], p[1], low=p[2], high=p[3]),
+            params,
+            x,
+            lambda d, x: d.log_prob(x),
+            "d.log_prob(x), d = TruncatedNormal(loc, scale, low, high), every parameter and "
+            "x of shape (B,): the two-sided normalizer is per element",
+        )
+    if family == "sbvm_logp":
+        params = tuple(jnp.asarray(v, jnp.float32) for v in (0.5, -1.0, 2.0, 3.0, 0.8))
+        x = jnp.asarray(rng.uniform(-np.pi, np.pi, (size, 2)), jnp.float32)
+        return (
+            lambda m, p: m.SineBivariateVonMises(*p[:4], correlation=p[4]),
+            params,
+            x,
+            lambda d, x: d.log_prob(x),
+            "d.log_prob(x), d = SineBivariateVonMises with scalar parameters, x of shape "
+            "(B, 2): norm_const is one 50 x 10001-term series",
+        )
+    raise KeyError(family)
+
+
+CLOSURE_FAMILIES = {
+    "mvn_precision": "mvn_dims",
+    "truncnormal_logp": "tn_batches",
+    "sbvm_logp": "sbvm_batches",
+}
+
+
+def _preread(d: Any) -> None:
+    """Read every lazy property of ``d`` (and of the distributions it holds) eagerly."""
+    for name in lazy_names(type(d)):
+        try:
+            jax.block_until_ready(getattr(d, name))
+        except Exception:  # numpyro raises for some, as upstream does
+            pass
+    for value in vars(d).values():
+        if isinstance(value, numpyro.distributions.Distribution):
+            _preread(value)
+
+
+def bench_closure(profile: Profile) -> BenchResult:
+    """Per-call runtime of ``jit(lambda x: expr(d, x))`` with a concrete global ``d``."""
+    result = BenchResult(
+        name="closure",
+        title="Concrete global distribution read inside a compiled function (per call)",
+        unit="ns/call",
+        variants={
+            "numpyro": "fresh numpyro instance closed over by the jitted function",
+            "stabledist": "fresh stabledist instance closed over by the jitted function",
+            "numpyro_preread": "numpyro instance whose lazy values were read eagerly before "
+            "jit (so numpyro stored them in __dict__; its pytree then differs)",
+            "nocache": "jit(lambda params, x: expr(Dist(*params), x)): the parameters are "
+            "arguments, every lazy value is recomputed from them in every call",
+        },
+        nocache="parameters passed as jit arguments, so the compiled function recomputes "
+        "every lazy value on every call (numpyro's closed-over case also recomputes under "
+        "tracing, but XLA may constant-fold that recomputation at compile time)",
+    )
+    nd, sd = MODULES["numpyro"], MODULES["stabledist"]
+    for family, sizes_attr in CLOSURE_FAMILIES.items():
+        for size in getattr(profile, sizes_attr):
+            progress(f"closure {family}: size {size}")
+            build, params, x, expr, what = _family(family, size)
+            first: dict[str, float] = {}
+            fns = {}
+            outs = {}
+            with quiet():
+                for variant in ("numpyro", "stabledist", "numpyro_preread", "nocache"):
+                    t0 = time.perf_counter()
+                    if variant == "nocache":
+                        g = jax.jit(lambda p, x, expr=expr, build=build: expr(build(sd, p), x))
+                        outs[variant] = np.asarray(g(params, x).block_until_ready())
+                        fns[variant] = stmt_timer("g(p, x).block_until_ready()",
+                                                  {"g": g, "p": params, "x": x})
+                    else:
+                        d = build(nd if variant.startswith("numpyro") else sd, params)
+                        if variant == "numpyro_preread":
+                            _preread(d)
+                        f = jax.jit(lambda x, d=d, expr=expr: expr(d, x))
+                        outs[variant] = np.asarray(f(x).block_until_ready())
+                        fns[variant] = stmt_timer("f(x).block_until_ready()", {"f": f, "x": x})
+                    first[variant] = time.perf_counter() - t0
+            ref = outs["numpyro"]
+            agree = all(np.allclose(ref, o, rtol=2e-3, atol=2e-3 * float(np.abs(ref).max()))
+                        for o in outs.values())
+            samples, loops = measure(fns, profile.closure_reps, profile.closure_rep_ms)
+            result.cases.append(
+                Case(
+                    f"{family} {size}",
+                    {"family": family, "size": size, "what": what, "results_agree": agree},
+                    samples,
+                    loops,
+                    extra={"first_call_s": first},
+                )
+            )
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# trace + compile of a model that reads lazy properties repeatedly
+# --------------------------------------------------------------------------------------------
+
+
+def _model_params(dim: int) -> tuple:
+    a = jnp.asarray
+    return (a(np.zeros(dim, np.float32)), a(spd(dim, seed=3)), a(0.0), a(1.0), a(-1.0), a(2.0))
+
+
+def _build_priors(m: Any, p: tuple) -> tuple[Any, Any]:
+    return (m.MultivariateNormal(p[0], covariance_matrix=p[1]),
+            m.TruncatedNormal(p[2], p[3], low=p[4], high=p[5]))
+
+
+def make_model(m: Any, dim: int, reads: int, params: tuple | None) -> Callable[..., None]:
+    """A model with a global MVN prior and a global two-sided TruncatedNormal likelihood
+    whose log density reads ``precision_matrix`` and the truncation normalizer ``reads``
+    times. ``params=None``: the priors are arguments (the no-cache variant builds them from
+    traced parameters)."""
+    priors = None if params is None else _build_priors(m, params)
+
+    def model(y: jax.Array, p: tuple | None = None) -> None:
+        mvn, tn = priors if priors is not None else _build_priors(m, p)
+        z = numpyro.sample("z", mvn)
+        for k in range(reads):
+            r = y[k] - z
+            numpyro.factor(f"q{k}", -0.5 * r @ (mvn.precision_matrix @ r))
+            numpyro.sample(f"t{k}", tn, obs=0.1 * jnp.tanh(y[k, 0] - z[0]))
+
+    return model
+
+
+def _logp_and_args(variant: str, dim: int, reads: int) -> tuple[Callable[..., Any], tuple]:
+    """The model's log density (to differentiate) and its arguments, priors built now."""
+    params = _model_params(dim)
+    y = jnp.asarray(np.random.default_rng(4).standard_normal((reads, dim)), jnp.float32)
+    z0 = jnp.full(dim, 0.1, jnp.float32)
+    if variant == "nocache":
+        model = make_model(MODULES["stabledist"], dim, reads, None)
+
+        def logp_args(z: jax.Array, p: tuple) -> jax.Array:
+            return log_density(model, (y, p), {}, {"z": z})[0]
+
+        return logp_args, (z0, params)
+    with quiet():
+        model = make_model(MODULES[variant], dim, reads, params)
+
+    def logp(z: jax.Array) -> jax.Array:
+        return log_density(model, (y,), {}, {"z": z})[0]
+
+    return logp, (z0,)
+
+
+def _compile_once(variant: str, dim: int, reads: int) -> tuple[dict[str, float], Any, tuple]:
+    """Trace, lower and compile value_and_grad of the model's log density from scratch
+    (fresh priors, fresh function: no JAX cache can hit). Returns the timings (and the
+    jaxpr size), the compiled function and its arguments."""
+    logp, args = _logp_and_args(variant, dim, reads)
+    fn = jax.jit(jax.value_and_grad(logp))
+    t0 = time.perf_counter()
+    with quiet():
+        traced = fn.trace(*args)
+    t1 = time.perf_counter()
+    lowered = traced.lower()
+    t2 = time.perf_counter()
+    compiled = lowered.compile()
+    t3 = time.perf_counter()
+    jax.block_until_ready(compiled(*args))
+    t4 = time.perf_counter()
+    rec = {"trace_s": t1 - t0, "lower_s": t2 - t1, "compile_s": t3 - t2, "total_s": t3 - t0,
+           "first_run_s": t4 - t3, "jaxpr_eqns": _count_eqns(traced.jaxpr.jaxpr)}
+    return rec, compiled, args
+
+
+def _count_eqns(jaxpr: Any) -> int:
+    """Equations of a jaxpr, sub-jaxprs (scan/cond/custom_jvp bodies...) included."""
+    n = 0
+    for eqn in jaxpr.eqns:
+        n += 1
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, list | tuple) else (value,):
+                inner = getattr(sub, "jaxpr", None)
+                if inner is not None and hasattr(inner, "eqns"):
+                    n += _count_eqns(inner)
+                elif hasattr(sub, "eqns"):
+                    n += _count_eqns(sub)
+    return n
+
+
+COMPILE_VARIANTS = ("numpyro", "stabledist", "nocache")
+
+
+def bench_compile(profile: Profile) -> BenchResult:
+    """Trace + compile time (and the compiled call) of the model of :func:`make_model`."""
+    dim, reads = profile.compile_dim, profile.compile_reads
+    result = BenchResult(
+        name="compile",
+        title=f"Trace + compile of value_and_grad(log density) of a model reading "
+        f"precision_matrix and a TruncatedNormal normalizer {reads} times (dim {dim})",
+        unit="s",
+        variants={
+            "numpyro": "global numpyro priors, built fresh (untimed) before each trace",
+            "stabledist": "global stabledist priors, built fresh (untimed) before each trace "
+            "(so their lazy values are computed eagerly inside the timed trace)",
+            "nocache": "the prior parameters are jit arguments (stabledist classes): every "
+            "read recomputes from tracers",
+        },
+        nocache="the prior parameters are jit arguments, so every read is recomputed in the "
+        "trace and in every compiled call",
+        extra={"dim": dim, "reads": reads},
+    )
+    progress(f"compile: warm trace+compile, dim {dim}, {reads} reads")
+    records: dict[str, list[dict[str, float]]] = {v: [] for v in COMPILE_VARIANTS}
+    compiled: dict[str, tuple[Any, tuple]] = {}
+
+    def timed(variant: str) -> Callable[[int], int]:
+        def run(number: int) -> int:
+            total = 0.0
+            for _ in range(number):
+                rec, fn, args = _compile_once(variant, dim, reads)
+                compiled[variant] = (fn, args)
+                records[variant].append(rec)
+                total += rec["total_s"]
+            return int(total * 1e9)
+
+        return run
+
+    warm = ({v: _compile_once(v, dim, reads)[0] for v in COMPILE_VARIANTS}
+            if profile.compile_warmup else {})
+    # one trace+compile per variant per repetition, rotating order (each is slow)
+    samples_ns = interleave({v: timed(v) for v in COMPILE_VARIANTS},
+                            dict.fromkeys(COMPILE_VARIANTS, 1), profile.compile_reps)
+    samples = {v: [s / 1e9 for s in vals] for v, vals in samples_ns.items()}
+    eqns = {v: records[v][-1]["jaxpr_eqns"] for v in COMPILE_VARIANTS}
+    result.cases.append(
+        Case("trace+compile", {"kind": "warm", "unit": "s"}, samples,
+             dict.fromkeys(COMPILE_VARIANTS, 1),
+             extra={"records": records, "warmup": warm, "jaxpr_eqns": eqns})
+    )
+    for part in ("trace_s", "lower_s", "compile_s"):
+        result.cases.append(
+            Case(part.removesuffix("_s"), {"kind": "part", "unit": "s"},
+                 {v: [r[part] for r in records[v]] for v in COMPILE_VARIANTS})
+        )
+    progress("compile: the compiled value_and_grad, per call")
+    block = jax.block_until_ready
+    fns = {v: stmt_timer("block(f(*args))", {"block": block, "f": f, "args": args})
+           for v, (f, args) in compiled.items()}
+    run_samples, loops = measure(fns, profile.reps, profile.closure_rep_ms)
+    result.cases.append(Case("compiled call", {"kind": "run", "unit": "ns/call"}, run_samples,
+                             loops))
+    # cold: the first trace + compile in a fresh process (eager-op caches empty)
+    if profile.cold_reps:
+        cold: dict[str, list[float]] = {v: [] for v in COMPILE_VARIANTS}
+        cold_records: dict[str, list[dict[str, float]]] = {v: [] for v in COMPILE_VARIANTS}
+        for rep in range(profile.cold_reps):
+            order = list(COMPILE_VARIANTS)
+            k = rep % len(order)
+            for variant in order[k:] + order[:k]:
+                progress(f"compile: cold (fresh process) {variant} {rep + 1}/{profile.cold_reps}")
+                rec = _cold(variant, dim, reads)
+                cold_records[variant].append(rec)
+                cold[variant].append(rec["total_s"])
+        result.cases.append(Case("cold trace+compile", {"kind": "cold", "unit": "s"}, cold,
+                                 dict.fromkeys(COMPILE_VARIANTS, 1),
+                                 extra={"records": cold_records}))
+    return result
+
+
+def _cold(variant: str, dim: int, reads: int) -> dict[str, float]:
+    """Run :func:`_compile_once` as the first thing in a fresh Python process."""
+    cmd = [sys.executable, "-m", "benchmarks.bench_compiled", "--variant", variant,
+           "--dim", str(dim), "--reads", str(reads)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=subprocess_env(),
+                          check=False, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"cold compile subprocess failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _main() -> None:
+    parser = argparse.ArgumentParser(description="one cold trace+compile (used by the suite)")
+    parser.add_argument("--variant", choices=COMPILE_VARIANTS, required=True)
+    parser.add_argument("--dim", type=int, required=True)
+    parser.add_argument("--reads", type=int, required=True)
+    ns = parser.parse_args()
+    print(json.dumps(_compile_once(ns.variant, ns.dim, ns.reads)[0]))
+
+
+if __name__ == "__main__":
+    _main()

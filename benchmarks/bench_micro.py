@@ -1,0 +1,348 @@
+"""Micro-benchmarks: lazy property reads, pytree flatten/unflatten, jitted dispatch."""
+
+from __future__ import annotations
+
+import operator
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from benchmarks.common import (
+    MODULES,
+    fresh_copy,
+    is_stable_lazy,
+    lazy_names,
+    quiet,
+    recompute_fn,
+    spd,
+)
+from benchmarks.config import Profile
+from benchmarks.timing import BenchResult, Case, Timed, measure, no_gc, progress, stmt_timer
+from stabledist.cache import CACHE
+from stabledist.testing import catalog
+
+Builder = Callable[[Any], Any]
+
+
+# --------------------------------------------------------------------------------------------
+# lazy property reads
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LazyPair:
+    """A (class, lazy property) whose value the example's constructor leaves uncomputed."""
+
+    builder_id: str
+    cls: str
+    prop: str
+    build: Builder
+
+
+def discover_lazy_pairs(
+    limit: int | None = None, per_class: int | None = None
+) -> tuple[list[LazyPair], dict[str, str]]:
+    """Every (class, lazy property) of the catalog that is really lazy in its example (the
+    first example per pair; at most ``limit``, at most ``per_class`` per class), and the
+    skipped ones with the reason."""
+    pairs: list[LazyPair] = []
+    per: dict[str, int] = {}
+    skipped: dict[str, str] = {}
+    seen: set[tuple[str, str]] = set()
+    for builder_id, build in catalog.all_builders():
+        if limit is not None and len(pairs) >= limit:
+            break
+        with quiet():
+            dn, ds = build(MODULES["numpyro"]), build(MODULES["stabledist"])
+        cls = type(ds)
+        for name in lazy_names(cls):
+            key = (cls.__name__, name)
+            label = f"{builder_id}:{name}"
+            if key in seen or not is_stable_lazy(cls, name):
+                continue
+            if per_class is not None and per.get(cls.__name__, 0) >= per_class:
+                continue
+            if name in dn.__dict__ or name in ds.__dict__:
+                skipped[label] = "an instance attribute in this example (set by the constructor)"
+                continue
+            if name in CACHE.cached(ds):
+                skipped[label] = "computed by the constructor in this example"
+                continue
+            if not name.isidentifier():  # pragma: no cover - numpyro names are identifiers
+                skipped[label] = "not an identifier"
+                continue
+            try:
+                with quiet():
+                    jax.block_until_ready(getattr(fresh_copy(dn), name))
+                    jax.block_until_ready(getattr(fresh_copy(ds), name))
+            except Exception as err:
+                skipped[label] = f"reading it raises {type(err).__name__}: {err}"[:200]
+                continue
+            seen.add(key)
+            per[cls.__name__] = per.get(cls.__name__, 0) + 1
+            pairs.append(LazyPair(builder_id, cls.__name__, name, build))
+    return pairs[:limit], skipped
+
+
+def _miss_timer(template: Any, read: Callable[[Any], Any]) -> Timed:
+    """First read of ``read`` on ``number`` fresh copies (made untimed), values blocked on."""
+
+    def run(number: int) -> int:
+        copies = [fresh_copy(template) for _ in range(number)]
+        with no_gc():
+            t0 = time.perf_counter_ns()
+            values = list(map(read, copies))
+            jax.block_until_ready(values)
+            elapsed = time.perf_counter_ns() - t0
+        del copies, values
+        return elapsed
+
+    return run
+
+
+LAZY_VARIANTS = {
+    "numpyro": "numpyro.distributions instance (lazy_property: value stored in __dict__)",
+    "stabledist": "stabledist instance (value in the external weak-key cache)",
+    "nocache": "the property's own function called on every read (stabledist instance; "
+    "lazy values that function reads itself come from the cache)",
+    "plain": "plain instance-attribute read (d._batch_shape), hit rows only",
+}
+
+LAZY_NOCACHE = (
+    "miss: the wrapped function of the lazy property applied to a fresh copy (compute "
+    "only, no cache bookkeeping); hit: the same function called on every read of an "
+    "instance, i.e. what a read costs without any cache"
+)
+
+
+def bench_lazy(profile: Profile) -> BenchResult:
+    """First read (miss) and repeated read (hit) of every lazy property, eagerly."""
+    result = BenchResult(
+        name="lazy",
+        title="Lazy property read, eager (outside jit)",
+        unit="ns/read",
+        variants=LAZY_VARIANTS,
+        nocache=LAZY_NOCACHE,
+    )
+    progress("lazy: finding the lazy properties of every catalog example (first reads "
+             "compile the eager ops)")
+    pairs, skipped = discover_lazy_pairs(profile.lazy_limit, profile.lazy_per_class)
+    result.extra["skipped"] = skipped
+    result.extra["pairs"] = len(pairs)
+    result.extra["classes"] = len({p.cls for p in pairs})
+    result.extra["limited_to"] = profile.lazy_limit
+    result.extra["per_class"] = profile.lazy_per_class
+    progress(f"lazy: {len(pairs)} (class, property) pairs in {result.extra['classes']} classes")
+    nd, sd = MODULES["numpyro"], MODULES["stabledist"]
+    for i, pair in enumerate(pairs, start=1):
+        progress(f"lazy {i}/{len(pairs)}: {pair.cls}.{pair.prop}")
+        with quiet():
+            tn, ts = pair.build(nd), pair.build(sd)
+            hn, hs = pair.build(nd), pair.build(sd)
+        read = operator.attrgetter(pair.prop)
+        recompute = recompute_fn(type(ts), pair.prop)
+        max_copies = 20_000  # calibrate() never asks for more copies than this
+        miss = {
+            "numpyro": _miss_timer(tn, read),
+            "stabledist": _miss_timer(ts, read),
+            "nocache": _miss_timer(ts, recompute),
+        }
+        with quiet():
+            samples, loops = measure(miss, profile.reps, profile.rep_ms, max_copies)
+        params = {"class": pair.cls, "property": pair.prop, "example": pair.builder_id}
+        result.cases.append(Case(f"miss {pair.cls}.{pair.prop}", {**params, "kind": "miss"},
+                                 samples, loops))
+        jax.block_until_ready((read(hn), read(hs)))  # the values the hit rows read
+        block = jax.block_until_ready
+        hit = {
+            "numpyro": stmt_timer(f"d.{pair.prop}", {"d": hn}),
+            "stabledist": stmt_timer(f"d.{pair.prop}", {"d": hs}),
+            "nocache": stmt_timer("block(w(d))", {"block": block, "w": recompute, "d": hs}),
+            "plain": stmt_timer("d._batch_shape", {"d": hs}),
+        }
+        with quiet():
+            samples, loops = measure(hit, profile.reps, profile.rep_ms)
+        result.cases.append(Case(f"hit {pair.cls}.{pair.prop}", {**params, "kind": "hit"},
+                                 samples, loops))
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# flatten + unflatten
+# --------------------------------------------------------------------------------------------
+
+
+def _flatten_examples(limit: int | None) -> tuple[list[tuple[str, str, Builder]], dict]:
+    """The first example of every distribution class whose round trip works in both."""
+    out: list[tuple[str, str, Builder]] = []
+    skipped: dict[str, str] = {}
+    seen: set[str] = set()
+    for builder_id, build in catalog.all_builders():
+        if limit is not None and len(out) >= limit:
+            break
+        with quiet():
+            ds = build(MODULES["stabledist"])
+            dn = build(MODULES["numpyro"])
+        cls = type(ds).__name__
+        if cls in seen:
+            continue
+        try:
+            for d in (dn, ds):
+                leaves, treedef = jax.tree_util.tree_flatten(d)
+                jax.tree_util.tree_unflatten(treedef, leaves)
+        except Exception as err:
+            skipped[builder_id] = f"round trip raises {type(err).__name__}: {err}"[:200]
+            continue
+        seen.add(cls)
+        out.append((builder_id, cls, build))
+    return out, skipped
+
+
+_ROUND_TRIP = "leaves, treedef = flatten(d); unflatten(treedef, leaves)"
+
+
+class _Floor:
+    """The cheapest custom pytree node: what JAX itself costs for a node with k leaves."""
+
+    def __init__(self, children: tuple[Any, ...]) -> None:
+        self.children = children
+
+
+jax.tree_util.register_pytree_node(
+    _Floor,
+    lambda f: (f.children, None),
+    lambda _, children: _Floor(tuple(children)),
+)
+
+BREAKDOWN = ("Normal", "MultivariateNormal", "TwoSidedTruncatedDistribution", "MixtureSameFamily")
+
+
+def bench_flatten(profile: Profile) -> BenchResult:
+    """``jax.tree_util.tree_flatten`` then ``tree_unflatten`` of every distribution class."""
+    result = BenchResult(
+        name="flatten",
+        title="tree_flatten + tree_unflatten (jax.tree_util) of every distribution class",
+        unit="ns/round trip",
+        variants={
+            "numpyro": "numpyro.distributions instance",
+            "stabledist": "stabledist instance",
+        },
+        nocache="not applicable: no lazy value is involved (fresh instances, nothing read)",
+    )
+    examples, skipped = _flatten_examples(profile.flatten_limit)
+    result.extra["skipped"] = skipped
+    tu = jax.tree_util
+    ns = {"flatten": tu.tree_flatten, "unflatten": tu.tree_unflatten}
+    for i, (builder_id, cls, build) in enumerate(examples, start=1):
+        progress(f"flatten {i}/{len(examples)}: {cls}")
+        with quiet():
+            dn, ds = build(MODULES["numpyro"]), build(MODULES["stabledist"])
+        fns = {
+            "numpyro": stmt_timer(_ROUND_TRIP, {**ns, "d": dn}),
+            "stabledist": stmt_timer(_ROUND_TRIP, {**ns, "d": ds}),
+        }
+        samples, loops = measure(fns, profile.reps, profile.rep_ms)
+        params = {
+            "class": cls,
+            "example": builder_id,
+            "leaves": len(tu.tree_leaves(ds)),
+            "numpyro_leaves": len(tu.tree_leaves(dn)),
+        }
+        result.cases.append(Case(cls, {**params, "kind": "roundtrip"}, samples, loops))
+    # where the time goes, for a few classes: flatten and unflatten alone, and the floor
+    # (a minimal registered node with the same leaves)
+    breakdown = []
+    chosen = [(b, c, f) for b, c, f in examples if c in BREAKDOWN]
+    for builder_id, cls, build in chosen:
+        progress(f"flatten breakdown: {cls}")
+        with quiet():
+            dn, ds = build(MODULES["numpyro"]), build(MODULES["stabledist"])
+        floor = _Floor(tuple(tu.tree_leaves(ds)))
+        fns = {}
+        for label, d in (("numpyro", dn), ("stabledist", ds), ("floor", floor)):
+            leaves, treedef = tu.tree_flatten(d)
+            env = {**ns, "d": d, "leaves": leaves, "treedef": treedef}
+            fns[f"{label}_flatten"] = stmt_timer("flatten(d)", env)
+            fns[f"{label}_unflatten"] = stmt_timer("unflatten(treedef, leaves)", env)
+        samples, loops = measure(fns, profile.reps, profile.rep_ms)
+        breakdown.append(Case(cls, {"class": cls, "example": builder_id}, samples, loops))
+    result.extra["breakdown"] = [
+        {"class": c.name, "median_ns": {v: c.median(v) for v in c.samples}, "samples": c.samples}
+        for c in breakdown
+    ]
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# jitted dispatch
+# --------------------------------------------------------------------------------------------
+
+
+def _dispatch_case(name: str) -> tuple[Callable[[Any, tuple], Any], tuple]:
+    """``(build(module, params), params)`` for a dispatch case."""
+    a = jnp.asarray
+    if name == "Normal":
+        return lambda m, p: m.Normal(*p), (a([0.0, 1.0, -2.0]), a([1.0, 0.5, 2.0]))
+    if name == "MultivariateNormal":
+        tril = a(np.linalg.cholesky(spd(8, seed=1)))
+        return (lambda m, p: m.MultivariateNormal(p[0], scale_tril=p[1]),
+                (a(np.linspace(-1, 1, 8, dtype=np.float32)), tril))
+    if name == "TruncatedNormal":
+        return (
+            lambda m, p: m.TruncatedNormal(p[0], p[1], low=p[2], high=p[3]),
+            (a([0.0, 1.0, -0.5]), a([1.0, 0.5, 2.0]), a([-1.0, 0.0, -2.0]),
+             a([1.5, 2.0, 1.0])),
+        )
+    if name == "MixtureSameFamily":
+        tril = a(np.linalg.cholesky(spd(2, seed=2)))
+        return (
+            lambda m, p: m.MixtureSameFamily(
+                m.CategoricalLogits(p[0]), m.MultivariateNormal(p[1], scale_tril=p[2])
+            ),
+            (a([0.0, 1.0, -0.5]), a([[0.0, 0.0], [1.0, 2.0], [-1.0, 0.5]]), tril),
+        )
+    raise KeyError(f"unknown dispatch case {name!r}")
+
+
+def bench_dispatch(profile: Profile) -> BenchResult:
+    """Per-call time of ``jit(lambda d, x: d.log_prob(x))(d, x).block_until_ready()``."""
+    result = BenchResult(
+        name="dispatch",
+        title="Dispatch of a jitted log_prob taking a distribution vs taking raw arrays",
+        unit="ns/call",
+        variants={
+            "numpyro": "jit(lambda d, x: d.log_prob(x)) with a numpyro distribution",
+            "stabledist": "the same with a stabledist distribution",
+            "raw": "jit(lambda params, x: Dist(*params).log_prob(x)) with the parameter arrays",
+        },
+        nocache="not applicable: nothing lazy is read outside the compiled function",
+    )
+    nd = MODULES["numpyro"]
+    for name in profile.dispatch_cases:
+        progress(f"dispatch: {name}")
+        build, params = _dispatch_case(name)
+        dn, ds = build(nd, params), build(MODULES["stabledist"], params)
+        x = ds.sample(jax.random.PRNGKey(0))
+        f_n = jax.jit(lambda d, x: d.log_prob(x))
+        f_s = jax.jit(lambda d, x: d.log_prob(x))
+        f_r = jax.jit(lambda p, x, build=build: build(nd, p).log_prob(x))
+        outs = [np.asarray(f(d, x)) for f, d in ((f_n, dn), (f_s, ds), (f_r, params))]
+        agree = all(np.allclose(outs[0], o, rtol=1e-5, atol=1e-5) for o in outs[1:])
+        stmt = "f(d, x).block_until_ready()"
+        fns = {
+            "numpyro": stmt_timer(stmt, {"f": f_n, "d": dn, "x": x}),
+            "stabledist": stmt_timer(stmt, {"f": f_s, "d": ds, "x": x}),
+            "raw": stmt_timer(stmt, {"f": f_r, "d": params, "x": x}),
+        }
+        samples, loops = measure(fns, profile.reps, profile.rep_ms)
+        result.cases.append(
+            Case(name, {"class": type(ds).__name__, "results_agree": agree,
+                        "leaves": len(jax.tree_util.tree_leaves(ds)),
+                        "raw_arrays": len(params)}, samples, loops)
+        )
+    return result

@@ -1,0 +1,91 @@
+"""Helpers shared by the benchmarks: the two distribution modules, lazy-property lookup,
+fresh copies, deterministic test matrices."""
+
+from __future__ import annotations
+
+import types
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import jax
+import numpy as np
+import numpyro.distributions as nd
+from numpyro.distributions.util import lazy_property
+
+import stabledist as sd
+from stabledist.cache import CACHE, cached_lazy_property
+
+MODULES: dict[str, types.ModuleType] = {"numpyro": nd, "stabledist": sd}
+"""The two implementations, by variant name."""
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """Silence construction warnings (e.g. numpyro's about validation under jit)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def lazy_names(cls: type) -> list[str]:
+    """Names of the lazy properties of ``cls`` (numpyro's or stabledist's descriptor)."""
+    return sorted(
+        {
+            name
+            for base in cls.__mro__
+            for name, attr in vars(base).items()
+            if isinstance(attr, lazy_property)
+        }
+    )
+
+
+def descriptor(cls: type, name: str) -> Any:
+    """The class attribute ``name`` of ``cls`` as the MRO resolves it (not calling it)."""
+    for base in cls.__mro__:
+        if name in vars(base):
+            return vars(base)[name]
+    raise AttributeError(name)
+
+
+def recompute_fn(cls: type, name: str) -> Callable[[Any], Any]:
+    """The no-cache read of a lazy property: its wrapped function, called on every read."""
+    attr = descriptor(cls, name)
+    if not isinstance(attr, lazy_property):
+        raise TypeError(f"{cls.__name__}.{name} is not a lazy property here")
+    return attr.wrapped
+
+
+def is_stable_lazy(cls: type, name: str) -> bool:
+    return isinstance(descriptor(cls, name), cached_lazy_property)
+
+
+def fresh_copy(template: Any) -> Any:
+    """A new instance with ``template``'s constructor state, as if just constructed.
+
+    numpyro keeps lazy values a constructor computed in ``__dict__`` (copied here); stabledist
+    keeps them in the cache under the template's identity, so they are re-seeded for the
+    copy (untimed), otherwise the copy would pay for values a real fresh instance has.
+    """
+    cls = type(template)
+    copy = cls.__new__(cls)
+    copy.__dict__.update(template.__dict__)
+    adopt = getattr(CACHE, "adopt", None)
+    for name, value in CACHE.cached(template).items():
+        if adopt is not None:
+            adopt(copy, name, value)
+        else:  # older core without CACHE.adopt
+            CACHE.get_or_compute(copy, name, lambda _, v=value: v)
+    return copy
+
+
+def spd(n: int, seed: int = 0) -> np.ndarray:
+    """A well-conditioned symmetric positive definite ``n x n`` float32 matrix."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    return (a @ a.T / n + np.eye(n, dtype=np.float32)).astype(np.float32)
+
+
+def block(value: Any) -> Any:
+    return jax.block_until_ready(value)

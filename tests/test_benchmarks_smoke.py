@@ -1,0 +1,87 @@
+"""The benchmark suite runs end to end at tiny sizes, so it cannot rot.
+
+``python -m benchmarks --smoke`` runs every benchmark in a subprocess (the suite sets
+``JAX_PLATFORMS``/``XLA_FLAGS`` before importing jax, which this test process already did)
+and must write the JSON, the Markdown report and the plots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import BENCHMARKS, PROFILES  # noqa: E402 - after the path is set
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("bench")
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "XLA_FLAGS")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--smoke", "--device", "cpu",
+         "--host-devices", "2", "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out, proc.stdout + proc.stderr
+
+
+def test_writes_json_markdown_and_plots(smoke_run: tuple[Path, str]) -> None:
+    out, _ = smoke_run
+    assert (out / "results.json").is_file()
+    report = (out / "report.md").read_text()
+    assert "## Targets" in report and "## Summary" in report
+    pngs = sorted(p.name for p in out.glob("bench-*.png"))
+    assert {"bench-flatten.png", "bench-precision.png", "bench-rss.png"} <= set(pngs)
+    for png in pngs:
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_json_has_environment_and_every_benchmark(smoke_run: tuple[Path, str]) -> None:
+    out, _ = smoke_run
+    data = json.loads((out / "results.json").read_text())
+    env = data["environment"]
+    for key in ("backend", "device_kind", "cpu_count", "device_count"):
+        assert env[key] is not None, key
+    for name in ("jax", "jaxlib", "numpyro"):
+        assert env["versions"][name], name
+    assert env["backend"] == "cpu"
+    assert data["profile"]["name"] == "smoke"
+    assert set(data["benchmarks"]) == set(BENCHMARKS)
+    for name, bench in data["benchmarks"].items():
+        assert bench["error"] is None, f"{name}: {bench['error']}"
+        assert bench["cases"], name
+        for case in bench["cases"]:
+            assert case["samples"], (name, case["name"])
+            for variant, values in case["samples"].items():
+                assert values and all(v >= 0 for v in values), (name, case["name"], variant)
+    # raw repetitions, not only summaries, and pairwise ratios
+    flat = data["benchmarks"]["flatten"]["cases"][0]
+    assert len(flat["samples"]["stabledist"]) == PROFILES["smoke"].reps
+    assert "numpyro/stabledist" in flat["ratios"]
+    assert {t["target"] for t in data["targets"]} >= {"flatten", "dispatch", "hit", "rss"}
+
+
+def test_prints_summary_and_target_lines(smoke_run: tuple[Path, str]) -> None:
+    _, text = smoke_run
+    assert "numpyro/stabledist" in text
+    assert any(line.startswith(("PASS", "FAIL", "N/A")) for line in text.splitlines())
+    assert "[" in text and "== lazy" in text  # progress lines on stderr
+
+
+def test_cli_rejects_unknown_benchmark() -> None:
+    from benchmarks.__main__ import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--only", "nonsense"])
+    ns = parse_args(["--only", "lazy,flatten", "--quick", "--out", "x"])
+    assert ns.only == ["lazy", "flatten"] and ns.profile == "quick" and ns.out == "x"
