@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test lint docs clean
+.PHONY: bench test test-properties docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,12 @@ bench: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest --ignore=tests/test_properties.py $(ARGS)
+
+# The hypothesis property suite (tests/test_properties.py): every class x every property.
+# Slower than the default run on 2 cores; STABLEDIST_HYPOTHESIS_PROFILE=thorough for nightly.
+test-properties: $(STAMP)
+	$(PY) -m pytest tests/test_properties.py $(ARGS)
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict

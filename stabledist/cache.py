@@ -112,7 +112,9 @@ class LazyValueCache:
             value = table.get(id(instance), _MISSING)
             if value is not _MISSING:
                 return value
-            if _eager():  # ensure_compile_time_eval costs ~1 us; it only matters in a trace
+            if _eager() or not _is_concrete(jax.tree_util.tree_leaves(instance)):
+                # eager: nothing to hoist; traced leaves: compute in the trace, as numpyro does
+                # (ensure_compile_time_eval there breaks e.g. shard_map's varying axes)
                 value = compute(instance)
             else:
                 with jax.ensure_compile_time_eval():
@@ -206,7 +208,7 @@ def _compiled_or_eager(
     as one compiled function (one XLA compile per class and shape, instead of one per
     primitive when evaluated op by op). Falls back to op-by-op evaluation for anything jit
     cannot take (Python control flow on values, non-array results, a numpyro error)."""
-    if compiled is not None and _is_concrete(jax.tree_util.tree_leaves(instance)):
+    if compiled is not None:
         try:
             value = compiled(instance)
         except Exception:  # any failure: evaluate op by op instead
