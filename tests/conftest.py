@@ -33,3 +33,40 @@ def name(request: pytest.FixtureRequest) -> str:
 
 
 __all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "nd", "sd"]
+
+
+# --- hypothesis profiles (property suite: tests/test_properties.py) -------------------------
+# ``ci`` (default): few examples per class and property, so the whole run fits the CI budget.
+# ``thorough``: STABLEDIST_HYPOTHESIS_PROFILE=thorough, for nightly / pre-release runs.
+# deadline=None: the first call of every example compiles (seconds), later ones take
+# microseconds, so a per-example deadline would only measure XLA compile times.
+# The example database lives in .hypothesis/ (git-ignored, never committed).
+from hypothesis import HealthCheck as _HealthCheck  # noqa: E402
+from hypothesis import settings as _settings  # noqa: E402
+
+_settings.register_profile(
+    "ci",
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=[_HealthCheck.too_slow, _HealthCheck.data_too_large],
+    print_blob=True,
+)
+_settings.register_profile(
+    "thorough",
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[_HealthCheck.too_slow, _HealthCheck.data_too_large],
+    print_blob=True,
+)
+_settings.load_profile(os.environ.get("STABLEDIST_HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Per-property count of distribution classes the property suite exercised."""
+    import sys
+
+    check = sys.modules.get("stabledist.testing.check")
+    if check is None or not check.COVERAGE.classes:
+        return
+    terminalreporter.section("stability properties: classes exercised")
+    terminalreporter.write_line(check.COVERAGE.table())

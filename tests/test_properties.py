@@ -1,0 +1,271 @@
+"""Hypothesis property suite: pytree stability and tracer safety of every distribution class.
+
+Every property (see :mod:`stabledist.testing.check`) is a test parametrized over every public
+distribution class (ids are class names). Instances come from
+:func:`stabledist.testing.strategies.specs`: drawn from ``arg_constraints`` (generic), with
+per-class hints, or from the catalog for the few classes listed in ``CATALOG_ONLY``
+(``strategies.draw_mode`` says which). A failure prints the drawn distribution (class and
+parameters), the access plan where there is one, and what differed, after shrinking.
+
+Profiles (``tests/conftest.py``): ``ci`` (default) keeps few examples per class and a small
+set of shapes, so compiled functions are reused; ``thorough``
+(``STABLEDIST_HYPOTHESIS_PROFILE=thorough``) draws many more examples, wider batch shapes
+(up to 2-d), event sizes 1-4, and 10 000 release cycles per class.
+
+Counted, not assumed: each check records the class it ran on (``COVERAGE``); at the end of
+this module every selected (property, class) pair must have been exercised, and the session
+summary prints the per-property counts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import jax
+import numpy as np
+import pytest
+from conftest import CLASS_NAMES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stabledist.testing import check, strategies
+from stabledist.testing.check import COVERAGE
+from stabledist.testing.strategies import access_plans, specs, stacks
+
+THOROUGH = os.environ.get("STABLEDIST_HYPOTHESIS_PROFILE", "ci") == "thorough"
+KEY = jax.random.PRNGKey(0)
+NDEV = jax.device_count()
+
+# ---------------------------------------------------------------------------------------------
+# Exclusion table: (property or "*") -> class -> reason. Excluded pairs are collected as
+# skipped tests carrying the reason (shown by -ra), never dropped silently.
+# ---------------------------------------------------------------------------------------------
+
+EXCLUSIONS: dict[str, dict[str, str]] = {
+    "*": {
+        "Distribution": "abstract base class: no parameters to draw, no sample/log_prob; "
+                        "every concrete subclass is tested",
+    },
+}
+
+
+_PVARY = (
+    "core bug: a lazy value read inside shard_map on a traced instance is computed under "
+    "jax.ensure_compile_time_eval (stabledist/cache.py get_or_compute), where numpyro's "
+    "add_diag/scatter raises 'pvary should be called under jax.shard_map'; upstream works. "
+    "Reproduction in the property-suite report; remove the entry when fixed"
+)
+
+KNOWN_CORE_BUGS: dict[str, dict[str, str]] = {
+    "shard_map": {"LowRankMultivariateNormal": _PVARY},
+}
+"""(property) -> class -> reason: expected failures (xfail, not strict: hypothesis may or may
+not draw a triggering example) caused by core bugs, each with a reproduction in the report."""
+
+
+def excluded(prop: str, name: str) -> str | None:
+    return EXCLUSIONS.get(prop, {}).get(name) or EXCLUSIONS["*"].get(name)
+
+
+def classes(prop: str) -> list[object]:
+    out = []
+    for name in CLASS_NAMES:
+        reason = excluded(prop, name)
+        marks = [pytest.mark.skip(reason=f"excluded from {prop}: {reason}")] if reason else []
+        bug = KNOWN_CORE_BUGS.get(prop, {}).get(name)
+        if bug:
+            marks.append(pytest.mark.xfail(reason=bug, strict=False))
+        out.append(pytest.param(name, id=name, marks=marks))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# What each profile draws.
+# ---------------------------------------------------------------------------------------------
+
+BATCH_SHAPES = strategies.WIDE_BATCH_SHAPES if THOROUGH else strategies.CI_BATCH_SHAPES
+EVENT_SIZES = st.integers(1, 4) if THOROUGH else st.just(3)  # one size: compiles reused
+F32 = st.just(np.float32)
+F32_OR_F64 = st.sampled_from([np.float32, np.float64])
+# eager properties compile every op afresh for each new dtype and shape: float64 and
+# sample shapes other than () only in the thorough profile (jit draws float64 in both)
+EAGER_DTYPES = F32_OR_F64 if THOROUGH else F32
+SAMPLE_SHAPES = st.sampled_from([(), (2,), (3, 1)]) if THOROUGH else st.just(())
+
+
+def spec_of(name: str, dtypes: object = F32) -> object:
+    """Drawn specs; in ci the catalog example comes first (hypothesis tries the simplest
+    choice first): its operations are compiled already by the rest of the suite, and every
+    property shares it. The second example is a random draw."""
+    drawn = specs(name, batch_shapes=BATCH_SHAPES, event_sizes=EVENT_SIZES, dtypes=dtypes)
+    if THOROUGH:
+        return drawn
+    return st.one_of(strategies.catalog_specs(name), drawn)
+
+
+def stack_of(name: str, n: int) -> object:
+    drawn = stacks(name, n, batch_shapes=BATCH_SHAPES, event_sizes=EVENT_SIZES)
+    if THOROUGH:
+        return drawn
+    return st.one_of(strategies.catalog_specs(name).map(lambda s: [s] * n), drawn)
+
+
+# traced bodies read every lazy property, mean and variance; log_prob too in thorough (it is
+# the costliest part to compile; test_jit and test_closure evaluate it in both profiles)
+TRACED = check.TRACED_METHODS if THOROUGH else ("mean", "variance")
+
+
+def examples(ci: int, thorough: int) -> settings:
+    """Per-property example counts: each compiled property compiles once per structure, so
+    the ci profile keeps them low; the profile's other settings are inherited."""
+    return settings(max_examples=thorough if THOROUGH else ci)
+
+
+RELEASE_CYCLES = 10_000 if THOROUGH else 100  # ci: ~100 classes x 100 = 10 000 cycles in all
+
+
+@pytest.fixture(scope="module", autouse=True)
+def hash_seed_workers() -> object:
+    """Start the PYTHONHASHSEED workers now: their start-up overlaps the first tests."""
+    check.start_hash_seed_workers()
+    yield
+    check.stop_hash_seed_workers()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def every_property_counted(request: pytest.FixtureRequest) -> object:
+    """After the module: every selected, non-excluded (property, class) pair ran at least one
+    example to completion, and no selected property ran on zero classes."""
+    yield
+    selected: dict[str, set[str]] = {}
+    for item in request.session.items:
+        if (item.module is not request.module or item.get_closest_marker("skip")
+                or item.get_closest_marker("xfail")):
+            continue
+        prop = item.originalname.removeprefix("test_")
+        if prop in check.PROPERTIES:
+            selected.setdefault(prop, set()).add(item.callspec.params["name"])
+    problems = []
+    for prop, names in sorted(selected.items()):
+        ran = COVERAGE.classes.get(prop, set())
+        if not ran:
+            problems.append(f"{prop}: ran on zero classes")
+        elif request.session.testsfailed == 0 and not names <= ran:
+            problems.append(f"{prop}: never exercised {sorted(names - ran)}")
+    assert not problems, "properties not exercised:\n" + "\n".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------
+# The properties.
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", classes("access_plan"))
+@examples(ci=4, thorough=60)
+@given(data=st.data())
+def test_access_plan(name: str, data: st.DataObject) -> None:
+    spec = data.draw(spec_of(name, EAGER_DTYPES), label="distribution")
+    with spec.x64_context():
+        d = spec.build()
+        plan = data.draw(access_plans(d, sample_shapes=SAMPLE_SHAPES), label="access plan")
+        check.check_access_plan(d, plan, KEY)
+
+
+@pytest.mark.parametrize("name", classes("round_trip"))
+@examples(ci=3, thorough=40)
+@given(data=st.data())
+def test_round_trip(name: str, data: st.DataObject) -> None:
+    spec = data.draw(spec_of(name, EAGER_DTYPES), label="distribution")
+    with spec.x64_context():
+        check.check_round_trip(spec.build(), KEY)
+
+
+@pytest.mark.parametrize("name", classes("control_flow"))
+@examples(ci=1, thorough=20)
+@given(data=st.data())
+def test_control_flow(name: str, data: st.DataObject) -> None:
+    spec = data.draw(spec_of(name), label="distribution")
+    check.check_control_flow(spec.build())
+
+
+@pytest.mark.parametrize("name", classes("jit"))
+@examples(ci=1, thorough=30)
+@given(data=st.data())
+def test_jit(name: str, data: st.DataObject) -> None:
+    """Also under jax_enable_x64 with float64 parameters: the drawn spec again, cast."""
+    spec = data.draw(spec_of(name, F32_OR_F64), label="distribution")
+    for x64 in sorted({spec.x64, True}):
+        variant = dataclasses.replace(spec, x64=x64) if spec.catalog_id else spec
+        if variant.x64 != x64:
+            continue
+        with variant.x64_context():
+            d = variant.build()
+            check.check_jit(d)
+            if x64:
+                COVERAGE.record("jit[float64]", d)
+
+
+@pytest.mark.parametrize("name", classes("vmap"))
+@examples(ci=1, thorough=20)
+@given(data=st.data())
+def test_vmap(name: str, data: st.DataObject) -> None:
+    specs_ = data.draw(stack_of(name, 2), label="stacked distributions")
+    check.check_vmap([s.build() for s in specs_], KEY, traced=TRACED)
+
+
+@pytest.mark.parametrize("name", classes("pmap"))
+@examples(ci=1, thorough=10)
+@given(data=st.data())
+def test_pmap(name: str, data: st.DataObject) -> None:
+    specs_ = data.draw(stack_of(name, NDEV), label="stacked distributions")
+    check.check_pmap([s.build() for s in specs_], KEY, traced=TRACED)
+
+
+@pytest.mark.parametrize("name", classes("shard_map"))
+@examples(ci=1, thorough=10)
+@given(data=st.data())
+def test_shard_map(name: str, data: st.DataObject) -> None:
+    specs_ = data.draw(stack_of(name, NDEV), label="stacked distributions")
+    check.check_shard_map([s.build() for s in specs_], KEY, traced=TRACED)
+
+
+@pytest.mark.parametrize("name", classes("closure"))
+@examples(ci=1, thorough=10)
+@given(data=st.data())
+def test_closure(name: str, data: st.DataObject) -> None:
+    spec = data.draw(spec_of(name), label="distribution")
+    check.check_closure(spec.build(), traced=TRACED)
+
+
+@pytest.mark.parametrize("name", classes("upstream"))
+@examples(ci=3, thorough=40)
+@given(data=st.data())
+def test_upstream(name: str, data: st.DataObject) -> None:
+    spec = data.draw(spec_of(name, EAGER_DTYPES), label="distribution")
+    with spec.x64_context():
+        check.check_upstream(spec.build(), spec.build(check.nd), KEY)
+
+
+@pytest.mark.parametrize("name", classes("hash_seed"))
+@examples(ci=2, thorough=20)
+@given(data=st.data())
+def test_hash_seed(name: str, data: st.DataObject) -> None:
+    spec = data.draw(spec_of(name), label="distribution")
+    check.check_hash_seed(spec.build(), spec)
+
+
+@pytest.mark.parametrize("name", classes("release"))
+@examples(ci=1, thorough=3)
+@given(data=st.data())
+def test_release(name: str, data: st.DataObject) -> None:
+    spec = data.draw(spec_of(name), label="distribution")
+    check.check_release(spec.build, RELEASE_CYCLES)
+
+
+@pytest.mark.parametrize("name", classes("threads"))
+@examples(ci=2, thorough=20)
+@given(data=st.data())
+def test_threads(name: str, data: st.DataObject) -> None:
+    spec = data.draw(spec_of(name), label="distribution")
+    check.check_threads(spec.build, n_threads=4)

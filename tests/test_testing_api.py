@@ -1,0 +1,298 @@
+"""The public testing API: strategies, access plans, failure output, and ``check_stable`` on a
+user's stable class (passes) and on broken ones (fails, saying why)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as nd
+import pytest
+from conftest import CLASS_NAMES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpyro.distributions import constraints
+from numpyro.distributions.util import lazy_property, promote_shapes
+
+import stabledist
+from stabledist import testing
+from stabledist.testing import check, strategies
+from stabledist.testing.check import COVERAGE, StabilityError, check_stable
+
+# ---------------------------------------------------------------------------------------------
+# A user's distribution (module level, so that the hash-seed workers can import it).
+# ---------------------------------------------------------------------------------------------
+
+
+class ShiftedExponential(nd.Distribution):
+    """A user's numpyro distribution with a lazy property, made stable below."""
+
+    arg_constraints: ClassVar[dict] = {"rate": constraints.positive, "shift": constraints.real}
+    reparametrized_params: ClassVar[list[str]] = ["rate", "shift"]
+
+    def __init__(self, rate, shift=0.0, *, validate_args=None):
+        self.rate, self.shift = promote_shapes(rate, shift)
+        batch_shape = jax.lax.broadcast_shapes(jnp.shape(rate), jnp.shape(shift))
+        super().__init__(batch_shape=batch_shape, validate_args=validate_args)
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        return constraints.greater_than(self.shift)
+
+    @lazy_property
+    def log_rate(self):
+        return jnp.log(self.rate)
+
+    def sample(self, key, sample_shape=()):
+        shape = tuple(sample_shape) + self.batch_shape
+        return self.shift + jax.random.exponential(key, shape) / self.rate
+
+    def log_prob(self, value):
+        return self.log_rate - self.rate * (value - self.shift)
+
+    @property
+    def mean(self):
+        return self.shift + 1.0 / self.rate
+
+    @property
+    def variance(self):
+        return 1.0 / self.rate**2
+
+
+StableShiftedExponential = stabledist.make_stable(ShiftedExponential)
+
+
+@stabledist.make_stable
+class Bumpy(nd.Normal):
+    """Made stable by decorator: the module attribute is the stable class (pickles)."""
+
+    @lazy_property
+    def bump(self):
+        return jnp.sin(self.loc) * self.scale
+
+
+def make_shifted() -> ShiftedExponential:
+    return StableShiftedExponential(jnp.array([0.5, 2.0]), jnp.array(1.0), validate_args=True)
+
+
+def make_bumpy() -> Bumpy:
+    return Bumpy(jnp.array([0.0, 1.0, 2.0]), jnp.array(0.5), validate_args=True)
+
+
+# Broken on purpose -----------------------------------------------------------------------------
+
+
+@stabledist.make_stable
+class HandCached(nd.Normal):
+    """Caches by hand in ``__dict__`` (what numpyro's lazy_property does): ``vars()`` and
+    the pytree change after ``log_prob``."""
+
+    def log_prob(self, value):
+        if "_precision" not in self.__dict__:
+            self.__dict__["_precision"] = 1.0 / self.scale**2
+        return -0.5 * self.__dict__["_precision"] * (value - self.loc) ** 2
+
+
+_LEAKED: list[object] = []
+
+
+@stabledist.make_stable
+class Leaky(nd.Normal):
+    """Remembers its last ``log_prob`` input in a global: a tracer escapes every trace."""
+
+    def log_prob(self, value):
+        _LEAKED.append(value)
+        return super().log_prob(value)
+
+
+def make_hand_cached() -> HandCached:
+    return HandCached(jnp.zeros(2), jnp.ones(2))
+
+
+def make_leaky() -> Leaky:
+    return Leaky(jnp.zeros(2), jnp.ones(2))
+
+
+def make_upstream_mvn() -> nd.MultivariateNormal:
+    return nd.MultivariateNormal(jnp.zeros(3), scale_tril=jnp.eye(3))
+
+
+# ---------------------------------------------------------------------------------------------
+# The package surface.
+# ---------------------------------------------------------------------------------------------
+
+
+def test_public_names() -> None:
+    for name in ("check_stable", "StabilityError", "specs", "distributions", "stacks",
+                 "access_plans", "AccessPlan", "DistSpec", "constraint_values", "PROPERTIES"):
+        assert getattr(testing, name) is not None, name
+    assert testing.check_stable is check_stable
+    assert issubclass(StabilityError, AssertionError)
+
+
+def test_catalog_needs_no_hypothesis() -> None:
+    """``stabledist.testing.catalog`` is importable without hypothesis (lazy re-exports)."""
+    code = ("import sys, stabledist.testing.catalog; "
+            "print('hypothesis' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_every_class_has_a_draw_mode() -> None:
+    """Each public class is drawn generically, with a hint, or from the catalog (with a
+    documented reason) - never silently not at all."""
+    modes = {name: strategies.draw_mode(name) for name in CLASS_NAMES if name != "Distribution"}
+    assert set(modes.values()) <= {"generic", "hinted", "catalog"}
+    for name, mode in modes.items():
+        if mode == "catalog":
+            assert strategies.CATALOG_ONLY[name], name
+    assert sum(m != "catalog" for m in modes.values()) >= 90  # most come from arg_constraints
+
+
+# ---------------------------------------------------------------------------------------------
+# Strategies.
+# ---------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=10)
+@given(st.data())
+def test_constraint_values_satisfy_constraints(data: st.DataObject) -> None:
+    c = data.draw(st.sampled_from([
+        constraints.real, constraints.positive, constraints.unit_interval, constraints.simplex,
+        constraints.ordered_vector, constraints.corr_cholesky, constraints.corr_matrix,
+        constraints.positive_definite, constraints.lower_cholesky, constraints.l1_ball,
+        constraints.nonnegative_integer, constraints.boolean, constraints.circular,
+        constraints.positive_definite_circulant_vector, constraints.greater_than(2.0),
+        constraints.less_than(-1.0), constraints.independent(constraints.positive, 1),
+    ]))
+    batch = data.draw(st.sampled_from([(), (2,), (2, 1)]))
+    value = data.draw(st.builds(lambda: None).flatmap(
+        lambda _: st.composite(lambda draw: strategies.constraint_values(draw, c, batch, 3))()
+    ))
+    assert value.shape[: len(batch)] == batch
+    assert bool(np.all(np.asarray(c(jnp.asarray(value))))), (c, value)
+
+
+@settings(max_examples=6)
+@given(strategies.specs(StableShiftedExponential, dtypes=st.just(np.float64)))
+def test_float64_specs_build_float64_instances(spec: strategies.DistSpec) -> None:
+    """float64 parameters stay float64 under jax_enable_x64 (a user class, generic draw)."""
+    assert spec.x64 and spec.mode == "generic"
+    with spec.x64_context():
+        d = spec.build()
+        assert isinstance(d, StableShiftedExponential)
+        assert {str(x.dtype) for x in jax.tree_util.tree_leaves(d)} == {"float64"}
+        assert d.log_prob(d.sample(jax.random.PRNGKey(0))).dtype == jnp.float64
+
+
+@settings(max_examples=5)
+@given(strategies.stacks("MultivariateNormal", 3))
+def test_stacks_share_structure(specs_: list[strategies.DistSpec]) -> None:
+    layouts = {check.layout(s.build()) for s in specs_}
+    assert len(layouts) == 1
+
+
+@settings(max_examples=5)
+@given(st.data())
+def test_access_plans_read_lazy_properties(data: st.DataObject) -> None:
+    d = make_bumpy()
+    plan = data.draw(strategies.access_plans(d, max_steps=20))
+    assert all(isinstance(s, strategies.Step) for s in plan.steps)
+    outcomes = plan.run(d)
+    assert len(outcomes) == len(plan.steps)
+    assert "lazy" in {s.kind for s in strategies.full_plan(d).steps}
+
+
+def test_spec_builds_the_same_distribution_upstream() -> None:
+    spec = strategies.DistSpec("Normal", (("loc", np.zeros(2, np.float32)),
+                                          ("scale", np.ones(2, np.float32))))
+    ours, theirs = spec.build(), spec.build(nd)
+    assert stabledist.is_stable(ours) and not stabledist.is_stable(theirs)
+    assert type(theirs) is nd.Normal
+    assert repr(spec) == "Normal(loc=[0., 0.]:float32, scale=[1., 1.]:float32)"
+
+
+# ---------------------------------------------------------------------------------------------
+# Failure output: class, parameters and access plan, after shrinking.
+# ---------------------------------------------------------------------------------------------
+
+
+def test_failure_prints_distribution_and_plan() -> None:
+    @settings(max_examples=30, database=None, derandomize=True)
+    @given(st.data())
+    def property_on_broken_class(data: st.DataObject) -> None:
+        spec = data.draw(strategies.specs(HandCached), label="distribution")
+        d = spec.build()
+        plan = data.draw(strategies.access_plans(d), label="access plan")
+        check.check_access_plan(d, plan)
+
+    with pytest.raises(StabilityError) as info:
+        property_on_broken_class()
+    message = str(info.value)
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "[access_plan] HandCached" in message and "vars() changed" in message
+    assert "distribution: HandCached(.loc=" in message  # parameters by key path
+    assert "_precision" in message
+    # hypothesis prints the drawn spec and plan; shrunk to the one step that matters
+    assert "Draw 1 (distribution): HandCached(loc=" in notes
+    assert "Draw 2 (access plan): AccessPlan(d.log_prob())" in notes
+
+
+# ---------------------------------------------------------------------------------------------
+# check_stable.
+# ---------------------------------------------------------------------------------------------
+
+
+def test_check_stable_passes_on_a_user_class() -> None:
+    report = check_stable(make_shifted, cycles=200)
+    assert set(report.passed) == set(check.PROPERTIES) and not report.skipped
+    assert COVERAGE.count("hash_seed") >= 1
+
+
+def test_check_stable_passes_on_a_decorated_class_with_a_strategy() -> None:
+    report = check_stable(
+        strategies.specs(Bumpy), max_examples=2, cycles=50,
+        properties=[p for p in check.PROPERTIES if p not in ("pmap", "shard_map")],
+    )
+    assert all(n >= 1 for n in report.passed.values())
+
+
+def test_check_stable_catches_hand_caching() -> None:
+    with pytest.raises(StabilityError, match=r"(?s)access_plan:.*vars\(\) changed.*_precision"):
+        check_stable(make_hand_cached, properties=["access_plan"])
+
+
+def test_check_stable_catches_a_leaked_tracer() -> None:
+    with pytest.raises(StabilityError, match=r"(?s)jit:.*[Ll]eak"):
+        check_stable(make_leaky, properties=["jit"])
+    _LEAKED.clear()
+
+
+def test_check_stable_fails_on_upstream_numpyro() -> None:
+    """A plain numpyro MultivariateNormal: reading ``covariance_matrix`` writes ``__dict__``,
+    and its leaf order follows PYTHONHASHSEED (set-ordered fields)."""
+    with pytest.raises(StabilityError) as info:
+        check_stable(make_upstream_mvn, properties=["access_plan", "hash_seed"])
+    message = str(info.value)
+    assert "2 stability properties failed" in message
+    assert "vars() changed" in message and "covariance_matrix" in message
+    assert "leaf order differs with PYTHONHASHSEED" in message
+
+
+def test_check_stable_rejects_unknown_properties() -> None:
+    with pytest.raises(ValueError, match="unknown properties"):
+        check_stable(make_shifted, properties=["jit", "nonsense"])
+
+
+def test_coverage_counts_classes() -> None:
+    cov = check.Coverage()
+    cov.record("jit", "A")
+    cov.record("jit", "A")
+    cov.record("jit", make_bumpy())
+    assert cov.count("jit") == 2 and cov.examples["jit"] == 3 and cov.count("vmap") == 0
+    assert "jit" in cov.table()
