@@ -279,9 +279,11 @@ def test_check_stable_fails_on_upstream_numpyro() -> None:
     with pytest.raises(StabilityError) as info:
         check_stable(make_upstream_mvn, properties=["access_plan", "hash_seed"])
     message = str(info.value)
-    assert "2 stability properties failed" in message
     assert "vars() changed" in message and "covariance_matrix" in message
-    assert "leaf order differs with PYTHONHASHSEED" in message
+    # whether this process's own (random) hash seed orders the leaves like the workers'
+    # seeds 0-2 is chance: the hash_seed failure is reported whenever the orders differ
+    if "hash_seed:" in message:
+        assert "leaf order differs with PYTHONHASHSEED" in message
 
 
 def test_check_stable_rejects_unknown_properties() -> None:
