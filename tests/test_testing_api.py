@@ -281,9 +281,8 @@ def test_check_stable_fails_on_upstream_numpyro() -> None:
     message = str(info.value)
     assert "vars() changed" in message and "covariance_matrix" in message
     # whether this process's own (random) hash seed orders the leaves like the workers'
-    # seeds 0-2 is chance: the hash_seed failure is reported whenever the orders differ
-    if "hash_seed:" in message:
-        assert "leaf order differs with PYTHONHASHSEED" in message
+    # seeds 0-2 is chance, so the hash_seed property may or may not fail here
+    assert "access_plan:" in message
 
 
 def test_check_stable_rejects_unknown_properties() -> None:
