@@ -57,9 +57,7 @@ _PVARY = (
     "Reproduction in the property-suite report; remove the entry when fixed"
 )
 
-KNOWN_CORE_BUGS: dict[str, dict[str, str]] = {
-    "shard_map": {"LowRankMultivariateNormal": _PVARY},
-}
+KNOWN_CORE_BUGS: dict[str, dict[str, str]] = {}  # the shard_map pvary bug is fixed in cache.py
 """(property) -> class -> reason: expected failures (xfail, not strict: hypothesis may or may
 not draw a triggering example) caused by core bugs, each with a reproduction in the report."""
 
