@@ -44,20 +44,13 @@ __all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "nd", "s
 from hypothesis import HealthCheck as _HealthCheck  # noqa: E402
 from hypothesis import settings as _settings  # noqa: E402
 
-_settings.register_profile(
-    "ci",
-    max_examples=3,
-    deadline=None,
-    suppress_health_check=[_HealthCheck.too_slow, _HealthCheck.data_too_large],
-    print_blob=True,
-)
-_settings.register_profile(
-    "thorough",
-    max_examples=50,
-    deadline=None,
-    suppress_health_check=[_HealthCheck.too_slow, _HealthCheck.data_too_large],
-    print_blob=True,
-)
+_COMMON = {
+    "deadline": None,
+    "suppress_health_check": [_HealthCheck.too_slow, _HealthCheck.data_too_large],
+    "print_blob": True,
+}
+_settings.register_profile("ci", max_examples=3, **_COMMON)
+_settings.register_profile("thorough", max_examples=50, **_COMMON)
 _settings.load_profile(os.environ.get("STABLEDIST_HYPOTHESIS_PROFILE", "ci"))
 
 

@@ -422,23 +422,14 @@ def _uniform(ctx: DrawContext) -> dict[str, Any]:
     return {"low": low, "high": (low + ctx.floats(0.5, 4.0)).astype(ctx.dtype)}
 
 
-def _truncated(base_names: Sequence[str], low: bool, high: bool) -> Hint:
+def _truncated(
+    base_names: Sequence[str], low: bool, high: bool, lo_range: tuple[float, float] = (-2.0, 0.5)
+) -> Hint:
+    """Truncation bounds inside the base's support: ``low`` from ``lo_range``, ``high`` above."""
+
     def hint(ctx: DrawContext) -> dict[str, Any]:
         out: dict[str, Any] = {"base_dist": ctx.sub(ctx.choice(base_names))}
-        lo = ctx.floats(-2.0, 0.5)
-        if low:
-            out["low"] = lo
-        if high:
-            out["high"] = (lo + ctx.floats(0.5, 3.0)).astype(ctx.dtype)
-        return out
-
-    return hint
-
-
-def _truncated_gamma(low: bool, high: bool) -> Hint:
-    def hint(ctx: DrawContext) -> dict[str, Any]:
-        out: dict[str, Any] = {"base_dist": ctx.sub("Gamma")}
-        lo = ctx.floats(0.1, 1.0)
+        lo = ctx.floats(*lo_range)
         if low:
             out["low"] = lo
         if high:
@@ -616,9 +607,9 @@ HINTS: dict[str, Hint] = {
     "LeftTruncatedDistribution": _truncated(_SYMMETRIC_BASES, low=True, high=False),
     "RightTruncatedDistribution": _truncated(_SYMMETRIC_BASES, low=False, high=True),
     "TwoSidedTruncatedDistribution": _truncated(_SYMMETRIC_BASES, low=True, high=True),
-    "LeftTruncatedGamma": _truncated_gamma(low=True, high=False),
-    "RightTruncatedGamma": _truncated_gamma(low=False, high=True),
-    "TwoSidedTruncatedGamma": _truncated_gamma(low=True, high=True),
+    "LeftTruncatedGamma": _truncated(("Gamma",), low=True, high=False, lo_range=(0.1, 1.0)),
+    "RightTruncatedGamma": _truncated(("Gamma",), low=False, high=True, lo_range=(0.1, 1.0)),
+    "TwoSidedTruncatedGamma": _truncated(("Gamma",), low=True, high=True, lo_range=(0.1, 1.0)),
     "ZeroInflatedProbs": _gated(_DISCRETE_BASES, "gate"),
     "ZeroInflatedLogits": _gated(_DISCRETE_BASES, "gate_logits"),
     "HurdleProbs": _gated(_DISCRETE_BASES, "gate"),
