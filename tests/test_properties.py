@@ -12,9 +12,9 @@ set of shapes, so compiled functions are reused; ``thorough``
 (``STABLEDIST_HYPOTHESIS_PROFILE=thorough``) draws many more examples, wider batch shapes
 (up to 2-d), event sizes 1-4, and 10 000 release cycles per class.
 
-Counted, not assumed: each check records the class it ran on (``COVERAGE``); at the end of
-this module every selected (property, class) pair must have been exercised, and the session
-summary prints the per-property counts.
+Counted, not assumed: each check records the class it ran on (``COVERAGE``); a property test
+that never completed its check on its class fails, and the session summary prints the
+per-property counts (summed over pytest-xdist workers).
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ import os
 import jax
 import numpy as np
 import pytest
-from conftest import CLASS_NAMES
+from conftest import CLASS_NAMES, nd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stabledist.testing import check, strategies
+from stabledist.testing import catalog, check, strategies
 from stabledist.testing.check import COVERAGE
 from stabledist.testing.strategies import access_plans, specs, stacks
 
@@ -50,16 +50,33 @@ EXCLUSIONS: dict[str, dict[str, str]] = {
 }
 
 
-_PVARY = (
-    "core bug: a lazy value read inside shard_map on a traced instance is computed under "
-    "jax.ensure_compile_time_eval (stabledist/cache.py get_or_compute), where numpyro's "
-    "add_diag/scatter raises 'pvary should be called under jax.shard_map'; upstream works. "
-    "Reproduction in the property-suite report; remove the entry when fixed"
-)
+UPSTREAM_FAILURES: dict[str, dict[str, dict[str, str]]] = {
+    "shard_map": {
+        "Gompertz": {
+            "mean": "Gompertz.mean calls jax.scipy.special.expi, whose while_loop carry is "
+                    "not varying-manual-axes aware: inside shard_map JAX raises 'while_loop "
+                    "body function carry input and carry output must have equal types' for "
+                    "numpyro's own Gompertz too (the same JAX bug class as jax-ml/jax#31080, "
+                    "fixed there for random.gamma). The structure and every other read are "
+                    "still checked; test_upstream_failures_still_fail drops the entry's "
+                    "reason to exist when JAX fixes it",
+        },
+    },
+}
+"""(property) -> class -> method -> reason: reads that fail under the transformation for
+upstream numpyro itself (a JAX or numpyro bug, not a stabledist one). Only that read is left
+out; the class still runs the property. Each entry is re-verified upstream by
+``test_upstream_failures_still_fail``, so a fixed bug cannot leave a stale exclusion."""
 
 KNOWN_CORE_BUGS: dict[str, dict[str, str]] = {}  # the shard_map pvary bug is fixed in cache.py
 """(property) -> class -> reason: expected failures (xfail, not strict: hypothesis may or may
 not draw a triggering example) caused by core bugs, each with a reproduction in the report."""
+
+
+def traced_reads(prop: str, name: str) -> tuple[str, ...]:
+    """The methods read inside the transformation: the profile's, minus upstream failures."""
+    failing = UPSTREAM_FAILURES.get(prop, {}).get(name, {})
+    return tuple(m for m in TRACED if m not in failing)
 
 
 def excluded(prop: str, name: str) -> str | None:
@@ -131,27 +148,25 @@ def hash_seed_workers() -> object:
     check.stop_hash_seed_workers()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def every_property_counted(request: pytest.FixtureRequest) -> object:
-    """After the module: every selected, non-excluded (property, class) pair ran at least one
-    example to completion, and no selected property ran on zero classes."""
+@pytest.fixture(autouse=True)
+def counted(request: pytest.FixtureRequest) -> object:
+    """Counted, not assumed: a property test whose examples never ran the check to completion
+    on its class fails (at teardown), so no property can pass on zero classes. What the test
+    exercised travels in ``user_properties`` to ``tests/conftest.py``, which sums it over the
+    session (and over pytest-xdist workers) and prints the per-property table."""
+    mark = len(COVERAGE.events)
     yield
-    selected: dict[str, set[str]] = {}
-    for item in request.session.items:
-        if (item.module is not request.module or item.get_closest_marker("skip")
-                or item.get_closest_marker("xfail")):
-            continue
-        prop = item.originalname.removeprefix("test_")
-        if prop in check.PROPERTIES:
-            selected.setdefault(prop, set()).add(item.callspec.params["name"])
-    problems = []
-    for prop, names in sorted(selected.items()):
-        ran = COVERAGE.classes.get(prop, set())
-        if not ran:
-            problems.append(f"{prop}: ran on zero classes")
-        elif request.session.testsfailed == 0 and not names <= ran:
-            problems.append(f"{prop}: never exercised {sorted(names - ran)}")
-    assert not problems, "properties not exercised:\n" + "\n".join(problems)
+    events = COVERAGE.since(mark)
+    request.node.user_properties.append((check.COVERAGE_KEY, events))
+    prop = request.node.originalname.removeprefix("test_")
+    name = getattr(request.node, "callspec", None) and request.node.callspec.params.get("name")
+    if prop in check.PROPERTIES and name and not _failed(request.node):
+        assert (prop, name) in events, f"{prop} ran no example to completion on {name}"
+
+
+def _failed(item: pytest.Item) -> bool:
+    report = getattr(item, "stabledist_call_report", None)
+    return report is None or not report.passed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,7 +224,7 @@ def test_jit(name: str, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_vmap(name: str, data: st.DataObject) -> None:
     specs_ = data.draw(stack_of(name, 2), label="stacked distributions")
-    check.check_vmap([s.build() for s in specs_], KEY, traced=TRACED)
+    check.check_vmap([s.build() for s in specs_], KEY, traced=traced_reads("vmap", name))
 
 
 @pytest.mark.parametrize("name", classes("pmap"))
@@ -217,7 +232,7 @@ def test_vmap(name: str, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_pmap(name: str, data: st.DataObject) -> None:
     specs_ = data.draw(stack_of(name, NDEV), label="stacked distributions")
-    check.check_pmap([s.build() for s in specs_], KEY, traced=TRACED)
+    check.check_pmap([s.build() for s in specs_], KEY, traced=traced_reads("pmap", name))
 
 
 @pytest.mark.parametrize("name", classes("shard_map"))
@@ -225,7 +240,8 @@ def test_pmap(name: str, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_shard_map(name: str, data: st.DataObject) -> None:
     specs_ = data.draw(stack_of(name, NDEV), label="stacked distributions")
-    check.check_shard_map([s.build() for s in specs_], KEY, traced=TRACED)
+    check.check_shard_map([s.build() for s in specs_], KEY,
+                          traced=traced_reads("shard_map", name))
 
 
 @pytest.mark.parametrize("name", classes("closure"))
@@ -233,7 +249,7 @@ def test_shard_map(name: str, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_closure(name: str, data: st.DataObject) -> None:
     spec = data.draw(spec_of(name), label="distribution")
-    check.check_closure(spec.build(), traced=TRACED)
+    check.check_closure(spec.build(), traced=traced_reads("closure", name))
 
 
 @pytest.mark.parametrize("name", classes("upstream"))
@@ -267,3 +283,27 @@ def test_release(name: str, data: st.DataObject) -> None:
 def test_threads(name: str, data: st.DataObject) -> None:
     spec = data.draw(spec_of(name), label="distribution")
     check.check_threads(spec.build, n_threads=4)
+
+
+def _upstream_shard_map_read(d: object, method: str) -> object:
+    ds = [d] * NDEV
+    return check._shard_map_fn(NDEV)(check.stack(ds), check.stack([0.0] * NDEV), (), (method,))
+
+
+UPSTREAM_READERS = {"shard_map": _upstream_shard_map_read}
+
+
+@pytest.mark.parametrize(("prop", "name", "method"), [
+    (prop, name, method)
+    for prop, by_class in UPSTREAM_FAILURES.items()
+    for name, methods in by_class.items()
+    for method in methods
+])
+def test_upstream_failures_still_fail(prop: str, name: str, method: str) -> None:
+    """Every UPSTREAM_FAILURES entry still fails for numpyro's own class; when a
+    JAX/numpyro release fixes it, this fails and the entry must go (the read is then checked)."""
+    d = dict(catalog.all_builders())[name](nd)
+    assert type(d).__module__.startswith("numpyro."), type(d)
+    with pytest.raises(Exception) as info:  # any failure; printed with -s
+        UPSTREAM_READERS[prop](d, method)
+    print(f"{prop} {name}.{method} upstream: {type(info.value).__name__}: {info.value}"[:300])

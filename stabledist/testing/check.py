@@ -30,6 +30,7 @@ values with a small tolerance; eager-vs-eager comparisons (round trip, upstream)
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import os
@@ -67,6 +68,7 @@ from stabledist.testing.strategies import (
 __all__ = [
     "COMPILER_OPTIONS",
     "COVERAGE",
+    "COVERAGE_KEY",
     "PROPERTIES",
     "Coverage",
     "Reference",
@@ -118,10 +120,15 @@ class StabilityError(AssertionError):
 
 @dataclass
 class Coverage:
-    """Classes (by name) on which each property ran to completion, and how many examples."""
+    """Classes (by name) on which each property ran to completion, and how many examples.
+
+    ``events`` keeps every record in order, so a caller can ask what one test exercised
+    (:meth:`since`) and ship it to another process (pytest-xdist workers report to the
+    controller through it); :meth:`merge` adds such a list back."""
 
     classes: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     examples: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    events: list[tuple[str, str]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, prop: str, d_or_name: Any) -> None:
@@ -129,6 +136,16 @@ class Coverage:
         with self._lock:
             self.classes[prop].add(name)
             self.examples[prop] += 1
+            self.events.append((prop, name))
+
+    def since(self, mark: int) -> list[tuple[str, str]]:
+        """Records made after ``len(self.events)`` was ``mark``."""
+        with self._lock:
+            return self.events[mark:]
+
+    def merge(self, events: Iterable[Sequence[str]]) -> None:
+        for prop, name in events:
+            self.record(prop, name)
 
     def count(self, prop: str) -> int:
         return len(self.classes.get(prop, ()))
@@ -136,7 +153,8 @@ class Coverage:
     def table(self) -> str:
         width = max(map(len, PROPERTIES))
         lines = [f"{'property':<{width}}  classes  examples"]
-        props = list(PROPERTIES) + sorted(set(self.classes) - set(PROPERTIES))
+        props = [p for p in PROPERTIES if p in self.classes]
+        props += sorted(set(self.classes) - set(PROPERTIES))
         for p in props:
             lines.append(f"{p:<{width}}  {self.count(p):>7}  {self.examples.get(p, 0):>8}")
         return "\n".join(lines)
@@ -144,6 +162,9 @@ class Coverage:
 
 COVERAGE = Coverage()
 """Process-wide coverage, filled by every check (the test suite reports it at session end)."""
+
+COVERAGE_KEY = "stabledist_coverage"
+"""Name under which a test hands its :meth:`Coverage.since` records to the test runner."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -725,20 +746,32 @@ class _Worker:
             return pickle.loads(self.proc.stdout.read(size))
 
     def close(self) -> None:
+        """End of input makes the worker return; kill it if it does not within 10 s."""
         with contextlib.suppress(Exception):
             assert self.proc.stdin is not None
             self.proc.stdin.close()
+        try:
             self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 _workers: dict[int, _Worker] = {}
 _workers_lock = threading.Lock()
+_atexit_registered = False
 
 
 def start_hash_seed_workers(seeds: Iterable[int] = HASH_SEEDS) -> None:
     """Start the worker processes now (they take a second or two to import JAX), so that a
-    test session can overlap that with other work."""
+    test session can overlap that with other work. They are stopped at interpreter exit."""
+    global _atexit_registered
     with _workers_lock:
+        if not _atexit_registered:
+            atexit.register(stop_hash_seed_workers)
+            _atexit_registered = True
         for s in seeds:
             if s not in _workers or _workers[s].proc.poll() is not None:
                 _workers[s] = _Worker(s)
