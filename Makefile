@@ -16,17 +16,21 @@ $(STAMP): pyproject.toml
 bench: $(STAMP)
 	$(PY) -m benchmarks $(ARGS)
 
+# One worker per core (pytest-xdist); all tests of one distribution class go to the same
+# worker (--dist loadgroup, xdist_group marks), so they share its compiled operations.
+XDIST := -n auto --dist loadgroup
+
 test: $(STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest --ignore=tests/test_properties.py $(ARGS)
+	$(PY) -m pytest $(XDIST) $(ARGS)
 
-# The hypothesis property suite (tests/test_properties.py): every class x every property.
-# Slower than the default run on 2 cores; STABLEDIST_HYPOTHESIS_PROFILE=thorough for nightly.
+# Only the hypothesis property suite (tests/test_properties.py): every class x every property.
+# STABLEDIST_HYPOTHESIS_PROFILE=thorough make test-properties: the nightly / pre-release run.
 test-properties: $(STAMP)
-	$(PY) -m pytest tests/test_properties.py $(ARGS)
+	$(PY) -m pytest $(XDIST) tests/test_properties.py $(ARGS)
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) results site .pytest_cache .hypothesis
+	rm -rf $(VENV) results site .pytest_cache .hypothesis .cache

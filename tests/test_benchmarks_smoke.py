@@ -20,11 +20,16 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import BENCHMARKS, PROFILES  # noqa: E402 - after the path is set
 
+pytestmark = pytest.mark.xdist_group("benchmarks-smoke")  # one worker runs the suite once
+
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("bench")
-    env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "XLA_FLAGS")}
+    # the benchmarks set up JAX themselves and time compilation: no flags or compile cache
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("JAX_PLATFORMS", "XLA_FLAGS") and not k.startswith(("JAX_COMPIL",
+                                                                            "JAX_PERSIST"))}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--smoke", "--device", "cpu",

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpyro.distributions as nd
 import pytest
-from conftest import BUILDERS
+from conftest import BUILDERS, same_worker
 
 import stabledist as sd
 from stabledist.testing import catalog
@@ -38,7 +38,8 @@ def assert_same(ours, theirs, what):
         assert jnp.array_equal(x, y, equal_nan=True), f"{what}: {x} != {y}"
 
 
-@pytest.mark.parametrize("build", [b for _, b in BUILDERS], ids=[i for i, _ in BUILDERS])
+@pytest.mark.parametrize("build", [pytest.param(b, id=i, marks=same_worker(i))
+                                   for i, b in BUILDERS])
 def test_same_numbers_as_numpyro(build, request):
     ours, theirs = build(sd), build(nd)
     assert sd.is_stable(ours) and not sd.is_stable(theirs)

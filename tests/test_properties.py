@@ -25,7 +25,7 @@ import os
 import jax
 import numpy as np
 import pytest
-from conftest import CLASS_NAMES, nd
+from conftest import CLASS_NAMES, nd, same_worker
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -87,7 +87,9 @@ def classes(prop: str) -> list[object]:
     out = []
     for name in CLASS_NAMES:
         reason = excluded(prop, name)
-        marks = [pytest.mark.skip(reason=f"excluded from {prop}: {reason}")] if reason else []
+        marks = [same_worker(name)]
+        if reason:
+            marks.append(pytest.mark.skip(reason=f"excluded from {prop}: {reason}"))
         bug = KNOWN_CORE_BUGS.get(prop, {}).get(name)
         if bug:
             marks.append(pytest.mark.xfail(reason=bug, strict=False))
@@ -106,6 +108,16 @@ F32_OR_F64 = st.sampled_from([np.float32, np.float64])
 # eager properties compile every op afresh for each new dtype and shape: float64 and
 # sample shapes other than () only in the thorough profile (jit draws float64 in both)
 EAGER_DTYPES = F32_OR_F64 if THOROUGH else F32
+# float64 in ci: every float64 path costs a second set of compiles (eager and jitted) per
+# class, so ci casts one class per kind of parameter handling (scalar, special-function,
+# discrete, matrix, Cholesky, nested, wrapper, hybrid-field, extra-field); thorough: all.
+FLOAT64_CLASSES = frozenset({
+    "Normal", "Beta", "Gamma", "BinomialProbs", "CategoricalLogits", "MultivariateNormal",
+    "LowRankMultivariateNormal", "Wishart", "LKJCholesky", "TwoSidedTruncatedDistribution",
+    "MixtureSameFamily", "Independent", "MaskedDistribution", "CAR", "Levy",
+    "GaussianStateSpace", "TransformedDistribution",
+})
+assert FLOAT64_CLASSES <= set(CLASS_NAMES), sorted(FLOAT64_CLASSES - set(CLASS_NAMES))
 SAMPLE_SHAPES = st.sampled_from([(), (2,), (3, 1)]) if THOROUGH else st.just(())
 
 
@@ -206,9 +218,11 @@ def test_control_flow(name: str, data: st.DataObject) -> None:
 @examples(ci=1, thorough=30)
 @given(data=st.data())
 def test_jit(name: str, data: st.DataObject) -> None:
-    """Also under jax_enable_x64 with float64 parameters: the drawn spec again, cast."""
+    """Also under jax_enable_x64 with float64 parameters: drawn float64 specs, and the catalog
+    example cast to float64 (every class in thorough, FLOAT64_CLASSES in ci)."""
     spec = data.draw(spec_of(name, F32_OR_F64), label="distribution")
-    for x64 in sorted({spec.x64, True}):
+    cast = THOROUGH or name in FLOAT64_CLASSES
+    for x64 in sorted({spec.x64, cast}):
         variant = dataclasses.replace(spec, x64=x64) if spec.catalog_id else spec
         if variant.x64 != x64:
             continue
