@@ -19,6 +19,7 @@ from operator import itemgetter
 from typing import Any
 
 import jax
+import numpy as np
 from jax.tree_util import GetAttrKey
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 from numpyro.distributions.util import lazy_property
@@ -80,7 +81,8 @@ def field_table(
     constructor sets, which numpyro's flatten drops (so its round trip recomputes or loses
     them): ``arg_constraints`` keys that are lazy properties (an alternative parametrization a
     constructor may store, e.g. ``MultivariateNormal.precision_matrix``; a ``None`` leaf when
-    absent) and the ``extra_data`` / ``extra_aux`` names.
+    absent) and the ``extra_data`` / ``extra_aux`` names. An ``extra_data`` name is data
+    even where a class declares it aux.
     """
     data: dict[str, None] = {}
     aux: dict[str, None] = dict.fromkeys(_BASE_AUX)
@@ -106,6 +108,8 @@ def field_table(
                 arrays.add(arg)
     data.update(optional)
     aux.update(dict.fromkeys(extra_aux))
+    for name in extra_data:  # the fork's word wins over an aux declaration (see fork.py)
+        aux.pop(name, None)
     aux.pop(_VALIDATE, None)
     aux[_VALIDATE] = None
     both = [name for name in data if name in aux]
@@ -200,7 +204,10 @@ def register(cls: type, table: FieldTable) -> None:
                 if type(statics[i]) is tuple:
                     state[aux[i]] = list(statics[i])
             for (i, name, _), static in zip(hybrid_at, statics[n_aux:]):
-                state[name] = children[i] if static is None else static
+                if static is None:
+                    state[name] = children[i]
+                else:
+                    state[name] = static.value if type(static) is StaticValue else static
         for name in optional_data:
             if state[name] is None:
                 del state[name]
@@ -322,6 +329,52 @@ def _freeze(statics: tuple[Any, ...], list_at: tuple[int, ...]) -> tuple[Any, ..
     return tuple(frozen)
 
 
+class StaticValue:
+    """A hybrid field's static value in aux data, with the equality and hash JAX needs.
+
+    Treedefs compare aux data with ``==`` and hash it (jit's cache key). A numpy array or a
+    scipy sparse matrix (``CAR(adj_matrix=..., is_sparse=True)``) answers ``==`` with an
+    array, so the second instance passed to a jitted function raised (it does upstream).
+    Here equal contents mean equal treedefs; the hash reads only type, shape and dtype, so
+    hashing on every call costs nothing, and ``==`` compares contents only for two distinct
+    objects.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def _signature(self) -> tuple[Any, ...]:
+        v = self.value
+        return type(v), getattr(v, "shape", None), str(getattr(v, "dtype", ""))
+
+    def __hash__(self) -> int:
+        return hash(self._signature())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StaticValue):
+            return NotImplemented
+        a, b = self.value, other.value
+        if a is b:
+            return True
+        if self._signature() != other._signature():
+            return False
+        if hasattr(a, "nnz"):  # scipy.sparse: no dense copy
+            return (a != b).nnz == 0
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+    def __repr__(self) -> str:
+        return f"StaticValue({type(self.value).__name__}{self._signature()[1]})"
+
+
+def _static(value: Any) -> Any:
+    """``value`` as aux data: wrapped unless ``==`` on it gives a plain ``bool``."""
+    if isinstance(value, bool | int | float | str | tuple | type(None)):
+        return value
+    return StaticValue(value)
+
+
 def _split_hybrid(
     d: Any, children: tuple[Any, ...], hybrid_at: tuple[tuple[int, str, StaticTest], ...]
 ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
@@ -331,7 +384,7 @@ def _split_hybrid(
         value = leaves[i]
         if value is not None and is_static(d, value):
             leaves[i] = None
-            statics.append(value)
+            statics.append(_static(value))
         else:
             statics.append(None)
     return tuple(leaves), tuple(statics)

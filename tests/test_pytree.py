@@ -236,3 +236,34 @@ def test_hybrid_mask_field():
         back = jax.tree_util.tree_unflatten(tree, leaves)
         assert back._mask is m._mask
         assert back.log_prob(0.5) == m.log_prob(0.5)
+
+
+def test_same_parameters_same_treedef(builder):
+    """Two instances built alike have equal (and equally hashed) treedefs: jit's cache hits,
+    scan carries and stacked batches match (numpyro 0.21 kept the power laws' support
+    constraint, which compares by identity, in aux data)."""
+    a, b = jax.tree_util.tree_structure(builder(sd)), jax.tree_util.tree_structure(builder(sd))
+    assert a == b
+    assert hash(a) == hash(b)
+
+
+def test_sparse_car_into_jit_twice():
+    """A sparse adjacency matrix is a static (aux) value: a second instance with an equal
+    matrix hits jit's cache instead of raising (numpyro compares it with ``==``, which gives a
+    sparse matrix, and raises), a different matrix recompiles."""
+    build = dict(BUILDERS)["CAR[1]"]
+    first, second = build(sd), build(sd)
+    assert first.adj_matrix is not second.adj_matrix and first.is_sparse
+
+    @jax.jit
+    def log_prob(d):
+        return d.log_prob(jnp.zeros(d.event_shape))
+
+    assert jnp.array_equal(log_prob(first), log_prob(second))
+    assert log_prob._cache_size() == 1
+    other = second.adj_matrix.copy()
+    other[0, 1] = other[1, 0] = 1 - other[0, 1]
+    changed = sd.CAR(first.loc, first.correlation, first.conditional_precision, other,
+                     is_sparse=True)
+    log_prob(changed)
+    assert log_prob._cache_size() == 2

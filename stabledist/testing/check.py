@@ -480,9 +480,13 @@ def check_jit(d: Any, ref: Reference | None = None) -> None:
 
 def stack(ds: Sequence[Any]) -> Any:
     """One instance whose leaves are the instances' leaves stacked on a new leading axis."""
-    treedefs = {jax.tree_util.tree_structure(d) for d in ds}
-    if len(treedefs) != 1:
-        raise ValueError(f"cannot stack instances of different structures: {treedefs}")
+    # compared with ==, not hashed into a set: numpyro 0.21 keeps a constraint in aux data
+    # (the power laws' ``_support``), whose hash is its identity while it compares equal
+    first, *rest = (jax.tree_util.tree_structure(d) for d in ds)
+    for other in rest:
+        if other != first:
+            raise ValueError(f"cannot stack instances of different structures: {first} and "
+                             f"{other}")
     return jax.tree_util.tree_map(_stack_leaves, *ds)
 
 
