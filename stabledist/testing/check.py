@@ -239,6 +239,40 @@ def _assert_close(what: str, d: Any, label: str, got: Any, want: Any, exact: boo
             raise _fail(what, d, f"{label} differs:\n    got      {a!r}\n    expected {b!r}")
 
 
+def _assert_traced_close(what: str, d: Any, label: str, got: Any, want: Any,
+                         upstream: Callable[[], Any]) -> None:
+    """Values computed under a transformation equal the eager ones, or else equal what
+    ``upstream()`` gives: the numpyro twin run through the very same transformation.
+
+    Compiled float32 arithmetic can differ from op-by-op evaluation by more than the
+    tolerance where a value is ill-conditioned (a normal truncated 5 standard deviations
+    out); when numpyro's own class gives the same numbers the same way, the difference is
+    XLA's, not stabledist's."""
+    try:
+        _assert_close(what, d, label, got, want, exact=False)
+    except StabilityError as err:
+        try:
+            theirs = upstream()
+        except Exception:
+            raise err from None
+        try:
+            _assert_close(what, d, label, got, theirs, exact=False)
+        except StabilityError:
+            raise err from None
+
+
+class _Once:
+    """A thunk evaluated at most once (upstream reruns are costly and often not needed)."""
+
+    def __init__(self, f: Callable[[], Any]) -> None:
+        self.f, self.done, self.value = f, False, None
+
+    def __call__(self) -> Any:
+        if not self.done:
+            self.value, self.done = self.f(), True
+        return self.value
+
+
 def _assert_same_leaves(what: str, d: Any, other: Any, label: str) -> None:
     lay, lay2 = layout(d), layout(other)
     if lay[0] != lay2[0]:
@@ -430,12 +464,15 @@ def check_control_flow(d: Any, ref: Reference | None = None) -> None:
     for label, dd in (("scan carry", d_scan), ("while_loop state", d_while),
                       ("cond operand", d_cond), ("cond operand (branches swapped)", d_cond2)):
         _assert_same_leaves("control_flow", d, dd, label)
+    theirs = _Once(lambda: _control_flow_jit(destabilize(d), names=ref.names))
     for i in range(2):
-        _assert_close("control_flow", d, f"values read in scan step {i}",
-                      jax.tree_util.tree_map(lambda x, i=i: x[i], read_scan), want, exact=False)
+        _assert_traced_close("control_flow", d, f"values read in scan step {i}",
+                             jax.tree_util.tree_map(lambda x, i=i: x[i], read_scan), want,
+                             lambda i=i: jax.tree_util.tree_map(lambda x: x[i], theirs()[1]))
     few = {n: want[n] for n in ref.names[:1]}
-    for label, got in (("cond", read_cond), ("cond (branches swapped)", read_cond2)):
-        _assert_close("control_flow", d, f"values read in {label}", got, few, exact=False)
+    for label, got, at in (("cond", read_cond, 5), ("cond (branches swapped)", read_cond2, 7)):
+        _assert_traced_close("control_flow", d, f"values read in {label}", got, few,
+                             lambda at=at: theirs()[at])
     expected_total = 2 * _scalar(few)
     if not np.allclose(total, expected_total, rtol=1e-4, atol=1e-3):
         raise _fail("control_flow", d, f"while_loop read {total}, expected {expected_total}")
@@ -467,7 +504,9 @@ def check_jit(d: Any, ref: Reference | None = None) -> None:
         built = _unflatten_jit(treedef, leaves)
     _assert_same_leaves("jit", d, d_out, "returned argument")
     _assert_same_leaves("jit", d, built, "instance built inside jit")
-    _assert_close("jit", d, "values read inside jit", got, _ref_values(ref), exact=False)
+    theirs = _Once(lambda: _jit_probe_jit(destabilize(d), ref.value, names=ref.names,
+                                          methods=ref.methods)[1])
+    _assert_traced_close("jit", d, "values read inside jit", got, _ref_values(ref), theirs)
     _assert_close("jit", d, "values read from the returned instance",
                   _read(d_out, ref.names, ref.methods, ref.value), _ref_values(ref), exact=False)
     COVERAGE.record("jit", d)
@@ -521,13 +560,18 @@ def _stacked_values(refs: Sequence[Reference]) -> Any:
 
 
 def _check_batched(what: str, ds: Sequence[Any], out_d: Any, got: Any, refs: Sequence[Reference],
-                   names: tuple[str, ...], methods: tuple[str, ...]) -> None:
+                   names: tuple[str, ...], methods: tuple[str, ...],
+                   probe: Callable[[Any, Any], Any]) -> None:
+    """Instances and values coming out of ``probe(stacked instances, stacked values)``;
+    ``probe`` is rerun on the numpyro twins only if a value differs from the eager one."""
+    theirs = _Once(lambda: probe(stack([destabilize(d) for d in ds]), _stacked_values(refs))[1])
     for i, (d, r) in enumerate(zip(ds, refs)):
         d_i = jax.tree_util.tree_map(lambda x, i=i: x[i], out_d)
         _assert_same_leaves(what, d, d_i, f"instance {i} coming out")
         got_i = jax.tree_util.tree_map(lambda x, i=i: x[i], got)
-        _assert_close(what, d, f"values of instance {i}", got_i, _values_of(r, names, methods),
-                      exact=False)
+        _assert_traced_close(what, d, f"values of instance {i}", got_i,
+                             _values_of(r, names, methods),
+                             lambda i=i: jax.tree_util.tree_map(lambda x: x[i], theirs()))
 
 
 _vmap_probe_jit = jax.jit(jax.vmap(_jit_probe, in_axes=(0, 0, None, None)), static_argnums=(2, 3),
@@ -539,9 +583,12 @@ def check_vmap(ds: Sequence[Any], key: jax.Array | None = None,
     """``vmap`` over the stack of ``ds`` (same structure) reads each instance's values."""
     refs, names, methods = _common_reference(ds, key, traced)
     batched = stack(ds)
-    with jax.checking_leaks():
-        out_d, got = _vmap_probe_jit(batched, _stacked_values(refs), names, methods)
-    _check_batched("vmap", ds, out_d, got, refs, names, methods)
+    def probe(batched: Any, values: Any) -> Any:
+        with jax.checking_leaks():
+            return _vmap_probe_jit(batched, values, names, methods)
+
+    out_d, got = probe(batched, _stacked_values(refs))
+    _check_batched("vmap", ds, out_d, got, refs, names, methods, probe)
     COVERAGE.record("vmap", ds[0])
 
 
@@ -553,9 +600,12 @@ def check_pmap(ds: Sequence[Any], key: jax.Array | None = None,
     """``pmap`` over the stack of ``len(ds) == jax.device_count()`` instances."""
     _require_devices(len(ds))
     refs, names, methods = _common_reference(ds, key, traced)
-    with jax.checking_leaks():
-        out_d, got = _pmap_probe(stack(ds), _stacked_values(refs), names, methods)
-    _check_batched("pmap", ds, out_d, got, refs, names, methods)
+    def probe(batched: Any, values: Any) -> Any:
+        with jax.checking_leaks():
+            return _pmap_probe(batched, values, names, methods)
+
+    out_d, got = probe(stack(ds), _stacked_values(refs))
+    _check_batched("pmap", ds, out_d, got, refs, names, methods, probe)
     COVERAGE.record("pmap", ds[0])
 
 
@@ -597,9 +647,12 @@ def check_shard_map(ds: Sequence[Any], key: jax.Array | None = None,
     """``shard_map`` over the stack of one instance per device, on a 1-d mesh."""
     _require_devices(len(ds))
     refs, names, methods = _common_reference(ds, key, traced)
-    with jax.checking_leaks():
-        out_d, got = _shard_map_fn(len(ds))(stack(ds), _stacked_values(refs), names, methods)
-    _check_batched("shard_map", ds, out_d, got, refs, names, methods)
+    def probe(batched: Any, values: Any) -> Any:
+        with jax.checking_leaks():
+            return _shard_map_fn(len(ds))(batched, values, names, methods)
+
+    out_d, got = probe(stack(ds), _stacked_values(refs))
+    _check_batched("shard_map", ds, out_d, got, refs, names, methods, probe)
     COVERAGE.record("shard_map", ds[0])
 
 
