@@ -70,11 +70,6 @@ upstream numpyro itself (a JAX or numpyro bug, not a stabledist one). Only that 
 out; the class still runs the property. Each entry is re-verified upstream by
 ``test_upstream_failures_still_fail``, so a fixed bug cannot leave a stale exclusion."""
 
-KNOWN_CORE_BUGS: dict[str, dict[str, str]] = {}  # the shard_map pvary bug is fixed in cache.py
-"""(property) -> class -> reason: expected failures (xfail, not strict: hypothesis may or may
-not draw a triggering example) caused by core bugs, each with a reproduction in the report."""
-
-
 def traced_reads(prop: str, name: str) -> tuple[str, ...]:
     """The methods read inside the transformation: the profile's, minus upstream failures."""
     failing = UPSTREAM_FAILURES.get(prop, {}).get(name, {})
@@ -92,9 +87,6 @@ def classes(prop: str) -> list[object]:
         marks = [same_worker(name)]
         if reason:
             marks.append(pytest.mark.skip(reason=f"excluded from {prop}: {reason}"))
-        bug = KNOWN_CORE_BUGS.get(prop, {}).get(name)
-        if bug:
-            marks.append(pytest.mark.xfail(reason=bug, strict=False))
         out.append(pytest.param(name, id=name, marks=marks))
     return out
 
