@@ -237,8 +237,12 @@ def _floats(draw: Any, shape: tuple[int, ...], lo: float, hi: float, dtype: Any)
     return draw(hnp.arrays(np.dtype(dtype), shape, elements=elements))
 
 
-def _ints(draw: Any, shape: tuple[int, ...], lo: int, hi: int) -> np.ndarray:
-    return draw(hnp.arrays(np.int32, shape, elements=st.integers(lo, hi)))
+def _ints(draw: Any, shape: tuple[int, ...], lo: int, hi: int,
+          like: Any = np.float32) -> np.ndarray:
+    """Integer counts, int64 beside float64 parameters (what ``jnp`` makes under x64: numpyro's
+    binomial sampler fails on int32 counts with float64 probabilities)."""
+    dtype = np.int64 if np.dtype(like) == np.float64 else np.int32
+    return draw(hnp.arrays(dtype, shape, elements=st.integers(lo, hi)))
 
 
 def _lower_tril(draw: Any, batch: tuple[int, ...], n: int, dtype: Any) -> np.ndarray:
@@ -281,9 +285,9 @@ def _constraint_values(
     if isinstance(c, C._Boolean):
         return draw(hnp.arrays(np.bool_, batch))
     if isinstance(c, C._IntegerInterval):
-        return _ints(draw, batch, int(c.lower_bound), int(c.upper_bound))
+        return _ints(draw, batch, int(c.lower_bound), int(c.upper_bound), dtype)
     if isinstance(c, C._IntegerGreaterThan):
-        return _ints(draw, batch, int(c.lower_bound), int(c.lower_bound) + 10)
+        return _ints(draw, batch, int(c.lower_bound), int(c.lower_bound) + 10, dtype)
     if isinstance(c, C._Simplex):
         w = _floats(draw, (*batch, n), 0.1, 1.0, dtype)
         return (w / w.sum(-1, keepdims=True)).astype(dtype)
@@ -560,14 +564,14 @@ HINTS: dict[str, Hint] = {
     "Uniform": _uniform,
     "LogUniform": lambda c: {"low": (lo := c.floats(0.25, 2.0)),
                              "high": (lo + c.floats(0.5, 4.0)).astype(c.dtype)},
-    "DiscreteUniform": lambda c: {"low": (lo := _ints(c.draw, c.batch, -3, 3)),
-                                  "high": lo + _ints(c.draw, c.batch, 0, 4)},
+    "DiscreteUniform": lambda c: {"low": (lo := _ints(c.draw, c.batch, -3, 3, c.dtype)),
+                                  "high": lo + _ints(c.draw, c.batch, 0, 4, c.dtype)},
     "DoublyTruncatedPowerLaw": lambda c: {
         "alpha": c.floats(-3.0, 2.0), "low": (lo := c.floats(0.5, 2.0)),
         "high": (lo + c.floats(0.5, 4.0)).astype(c.dtype)},
-    "LKJ": lambda c: {"dimension": c.n, "concentration": c.value(C.positive),
+    "LKJ": lambda c: {"dimension": max(c.n, 2), "concentration": c.value(C.positive),
                       "sample_method": c.choice(("onion", "cvine"))},
-    "LKJCholesky": lambda c: {"dimension": c.n, "concentration": c.value(C.positive),
+    "LKJCholesky": lambda c: {"dimension": max(c.n, 2), "concentration": c.value(C.positive),
                               "sample_method": c.choice(("onion", "cvine"))},
     "GaussianRandomWalk": lambda c: {"scale": c.value(C.positive),
                                      "num_steps": c.pick(st.integers(1, 4))},
