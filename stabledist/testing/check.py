@@ -559,6 +559,17 @@ def _stacked_values(refs: Sequence[Reference]) -> Any:
     return stack([r.value if r.value is not None else jnp.zeros(()) for r in refs])
 
 
+def _leak_checked(run: Callable[..., Any], names: tuple[str, ...],
+                  methods: tuple[str, ...]) -> Callable[[Any, Any], Any]:
+    """``run(stacked instances, stacked values, names, methods)`` under ``checking_leaks``."""
+
+    def probe(batched: Any, values: Any) -> Any:
+        with jax.checking_leaks():
+            return run(batched, values, names, methods)
+
+    return probe
+
+
 def _check_batched(what: str, ds: Sequence[Any], out_d: Any, got: Any, refs: Sequence[Reference],
                    names: tuple[str, ...], methods: tuple[str, ...],
                    probe: Callable[[Any, Any], Any]) -> None:
@@ -583,10 +594,7 @@ def check_vmap(ds: Sequence[Any], key: jax.Array | None = None,
     """``vmap`` over the stack of ``ds`` (same structure) reads each instance's values."""
     refs, names, methods = _common_reference(ds, key, traced)
     batched = stack(ds)
-    def probe(batched: Any, values: Any) -> Any:
-        with jax.checking_leaks():
-            return _vmap_probe_jit(batched, values, names, methods)
-
+    probe = _leak_checked(_vmap_probe_jit, names, methods)
     out_d, got = probe(batched, _stacked_values(refs))
     _check_batched("vmap", ds, out_d, got, refs, names, methods, probe)
     COVERAGE.record("vmap", ds[0])
@@ -600,10 +608,7 @@ def check_pmap(ds: Sequence[Any], key: jax.Array | None = None,
     """``pmap`` over the stack of ``len(ds) == jax.device_count()`` instances."""
     _require_devices(len(ds))
     refs, names, methods = _common_reference(ds, key, traced)
-    def probe(batched: Any, values: Any) -> Any:
-        with jax.checking_leaks():
-            return _pmap_probe(batched, values, names, methods)
-
+    probe = _leak_checked(_pmap_probe, names, methods)
     out_d, got = probe(stack(ds), _stacked_values(refs))
     _check_batched("pmap", ds, out_d, got, refs, names, methods, probe)
     COVERAGE.record("pmap", ds[0])
@@ -647,10 +652,7 @@ def check_shard_map(ds: Sequence[Any], key: jax.Array | None = None,
     """``shard_map`` over the stack of one instance per device, on a 1-d mesh."""
     _require_devices(len(ds))
     refs, names, methods = _common_reference(ds, key, traced)
-    def probe(batched: Any, values: Any) -> Any:
-        with jax.checking_leaks():
-            return _shard_map_fn(len(ds))(batched, values, names, methods)
-
+    probe = _leak_checked(_shard_map_fn(len(ds)), names, methods)
     out_d, got = probe(stack(ds), _stacked_values(refs))
     _check_batched("shard_map", ds, out_d, got, refs, names, methods, probe)
     COVERAGE.record("shard_map", ds[0])
