@@ -31,32 +31,12 @@ from numpyro.distributions.distribution import DistributionMeta
 from numpyro.distributions.util import lazy_property
 
 from stabledist.cache import CACHE, cached_lazy_property
-from stabledist.pytree import StaticTest, field_table, is_static_bool, register
+from stabledist.known_classes import EXTRA_FIELDS, HYBRID_FIELDS
+from stabledist.pytree import StaticTest, field_table, register
 
 __all__ = ["Distribution", "is_stable", "make_stable", "stabilize", "stable_class"]
 
 D = TypeVar("D", bound=type)
-
-# numpyro classes whose fields are sometimes leaves and sometimes static; numpyro writes a
-# custom tree_flatten for each. A numpyro class with a custom tree_flatten that is not listed
-# here makes the import fail (see _check_coverable), rather than flatten it wrongly.
-HYBRID_FIELDS: dict[str, dict[str, StaticTest]] = {
-    "MaskedDistribution": {"_mask": is_static_bool},
-    "CAR": {"adj_matrix": lambda d, _: bool(d.__dict__.get("is_sparse", False))},
-}
-
-# Attributes numpyro constructors set but numpyro's pytrees drop (a round trip then loses them:
-# Levy's support, Independent's reparametrized_params). Found by tests/test_pytree.py
-# (test_every_attribute_is_a_field): every example's __dict__ is covered by its field table.
-EXTRA_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
-    "Levy": {"data": ("_support",)},
-    # numpyro 0.21 declares their support constraint aux data; its bounds are arrays and
-    # constraints compare by identity, so no two instances had equal treedefs (no jit cache
-    # hit, no scan carry, no stacking). numpyro 0.22 made it a data field, as here.
-    "DoublyTruncatedPowerLaw": {"data": ("_support",)},
-    "LowerTruncatedPowerLaw": {"data": ("_support",)},
-    "Independent": {"aux": ("reparametrized_params",), "list_aux": ("reparametrized_params",)},
-}
 
 _GENERATED = "__stable_generated__"  # names a stable class's namespace holds only by resolution
 _mirrors: dict[type, type] = {}  # numpyro (or user) class -> its stable subclass

@@ -1,0 +1,39 @@
+"""What stabledist knows about individual numpyro classes, each fact with its reason.
+
+Everything else the fork does is derived from numpyro's own declarations (``arg_constraints``,
+``pytree_data_fields``, ``pytree_aux_fields``, ``lazy_property``). The entries here are the
+exceptions, keyed by numpyro class name; a maintainer adding support for a new numpyro
+release reads this module top to bottom. The testing package keeps its per-class facts
+(catalog examples, strategy hints, exclusions, upstream failures) in `stabledist.testing`,
+which imports nothing from here but the names.
+"""
+
+from __future__ import annotations
+
+from stabledist.pytree import StaticTest, is_static_bool
+
+__all__ = ["EXTRA_FIELDS", "HYBRID_FIELDS"]
+
+HYBRID_FIELDS: dict[str, dict[str, StaticTest]] = {
+    # numpyro writes a custom tree_flatten for each of these: the field is a leaf when it is an
+    # array and static (aux data) otherwise. A numpyro class with a custom tree_flatten that is
+    # not listed here makes the import fail, rather than flatten it wrongly.
+    "MaskedDistribution": {"_mask": is_static_bool},  # mask=True/False is a Python bool
+    # the sparse adjacency matrix (scipy) cannot be a leaf
+    "CAR": {"adj_matrix": lambda d, _: bool(d.__dict__.get("is_sparse", False))},
+}
+
+EXTRA_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
+    # Attributes numpyro constructors set but numpyro's pytrees drop (a round trip then loses
+    # them). Found by tests/test_pytree.py (test_every_attribute_is_a_field).
+    "Levy": {"data": ("_support",)},
+    # numpyro 0.21 declares their support constraint aux data; its bounds are arrays and
+    # constraints compare by identity, so no two instances had equal treedefs (no jit cache
+    # hit, no scan carry, no stacking). numpyro 0.22 made it a data field, as here.
+    "DoublyTruncatedPowerLaw": {"data": ("_support",)},
+    "LowerTruncatedPowerLaw": {"data": ("_support",)},
+    # a list of parameter names numpyro sets but does not declare: static, frozen to a tuple
+    "Independent": {"aux": ("reparametrized_params",), "list_aux": ("reparametrized_params",)},
+}
+
+
