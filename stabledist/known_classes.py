@@ -10,9 +10,14 @@ which imports nothing from here but the names.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from numpyro.distributions import constraints
+
 from stabledist.pytree import StaticTest, is_static_bool
 
-__all__ = ["EXTRA_FIELDS", "HYBRID_FIELDS"]
+__all__ = ["DERIVED_ATTRIBUTES", "EXTRA_FIELDS", "HYBRID_FIELDS"]
 
 HYBRID_FIELDS: dict[str, dict[str, StaticTest]] = {
     # numpyro writes a custom tree_flatten for each of these: the field is a leaf when it is an
@@ -26,14 +31,22 @@ HYBRID_FIELDS: dict[str, dict[str, StaticTest]] = {
 EXTRA_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     # Attributes numpyro constructors set but numpyro's pytrees drop (a round trip then loses
     # them). Found by tests/test_pytree.py (test_every_attribute_is_a_field).
-    "Levy": {"data": ("_support",)},
-    # numpyro 0.21 declares their support constraint aux data; its bounds are arrays and
-    # constraints compare by identity, so no two instances had equal treedefs (no jit cache
-    # hit, no scan carry, no stacking). numpyro 0.22 made it a data field, as here.
-    "DoublyTruncatedPowerLaw": {"data": ("_support",)},
-    "LowerTruncatedPowerLaw": {"data": ("_support",)},
     # a list of parameter names numpyro sets but does not declare: static, frozen to a tuple
     "Independent": {"aux": ("reparametrized_params",), "list_aux": ("reparametrized_params",)},
 }
 
 
+
+DERIVED_ATTRIBUTES: dict[str, dict[str, Callable[[Any], Any]]] = {
+    # Attributes a constructor computes from the parameters and numpyro's pytree does not
+    # declare as data. They become lazy values (the constructor's own value is seeded, so the
+    # same instance reads it exactly); an instance rebuilt by tree_unflatten recomputes them
+    # from its leaves, so they are never leaves and always agree with them after a tree_map.
+    # numpyro drops Levy's support in a round trip (a jitted Levy has no support).
+    "Levy": {"_support": lambda d: constraints.greater_than(d.loc)},
+    # numpyro 0.21 declares these supports aux data: their bounds are arrays and constraints
+    # compare by identity, so no two instances had equal treedefs (no jit cache hit, no scan
+    # carry). numpyro 0.22 declares them data fields, which wins (they stay leaves there).
+    "DoublyTruncatedPowerLaw": {"_support": lambda d: constraints.interval(d.low, d.high)},
+    "LowerTruncatedPowerLaw": {"_support": lambda d: constraints.greater_than(d.low)},
+}
