@@ -61,6 +61,15 @@ def named_leaves(tree: Any, prefix: str) -> dict[str, Any]:
             for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]}
 
 
+def shard_shapes(tree: Any) -> Any:
+    """Each leaf's per-device shape, in leaf order, as JSON."""
+    import jax
+    import numpy as np
+
+    return np.asarray(json.dumps([leaf.sharding.shard_shape(leaf.shape)
+                                  for leaf in jax.tree.leaves(tree)]))
+
+
 def run(module: str, cases: list[str]) -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
@@ -116,12 +125,11 @@ def run(module: str, cases: list[str]) -> dict[str, Any]:
         except AssertionError as error:  # jax's check that every process passed the same value
             out[f"{case}/device_put_error"] = np.asarray(str(error)[:500])
             continue
-        shard_shapes = {d_global_leaf.sharding.shard_shape(d_global_leaf.shape)
-                        for d_global_leaf in jax.tree.leaves(d_global)}
-        out[f"{case}/shard_shapes"] = np.asarray(json.dumps(sorted(shard_shapes)))
+        out[f"{case}/shard_shapes"] = shard_shapes(d_global)
         lp = log_prob(d_global, x_global)
         total, grad = value_and_grad(d_global, x_global)
         assert type(grad) is type(d), type(grad)  # the gradient is a distribution of cotangents
+        out[f"{case}/grad_shard_shapes"] = shard_shapes(grad)
         out[f"{case}/log_prob"] = multihost_utils.process_allgather(lp, tiled=True)
         out[f"{case}/total"] = multihost_utils.process_allgather(total, tiled=True)
         out.update(named_leaves(multihost_utils.process_allgather(grad, tiled=True),

@@ -156,8 +156,10 @@ def test_stabledist_across_two_processes(results: dict[str, dict], case: str) ->
                                     for m in mine))
         # the batch is split over the 4 devices of both processes; the numbers are the
         # one-process program's, bit for bit (elementwise work, and per-member gradients)
-        assert str(p[f"{case}/shard_shapes"]) == str(ref[f"{case}/shard_shapes"])
-        assert json.loads(str(p[f"{case}/shard_shapes"]))[0][0] == worker.BATCH // 4
+        shapes = json.loads(str(p[f"{case}/shard_shapes"]))
+        assert shapes == json.loads(str(ref[f"{case}/shard_shapes"]))
+        assert shapes[0][0] == worker.BATCH // 4
+        assert json.loads(str(p[f"{case}/grad_shard_shapes"])) == shapes  # laid out as d
         assert_bitwise(leaves(p, f"{case}/grad"), leaves(ref, f"{case}/grad"))
         np.testing.assert_array_equal(p[f"{case}/log_prob"], ref[f"{case}/log_prob"])
         # the sum over the batch crosses processes (gloo all-reduce): the order of the
