@@ -20,6 +20,8 @@ import sys
 import traceback
 from typing import Any
 
+# jax is imported inside the functions: main() chooses the devices before the first import
+# (the test imports this module too, for build() and values())
 DEVICES = 4  # over all processes: the global mesh
 BATCH = 8  # the batch axis of every distribution, split over the mesh
 
@@ -154,7 +156,7 @@ def main(argv: list[str]) -> None:
         # implemented on the CPU backend")
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
         jax.distributed.initialize(f"localhost:{port}", num_processes=num_processes,
-                                   process_id=process_id, initialization_timeout=60)
+                                   process_id=process_id, initialization_timeout=240)
     assert jax.device_count() == DEVICES and jax.process_count() == num_processes
     try:
         out = run(module, cases)
