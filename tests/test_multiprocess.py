@@ -125,7 +125,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict
 def leaves(result: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
     """The arrays under ``prefix``, by key path (in the order the process flattened them)."""
     return {key[len(prefix):]: value for key, value in result.items()
-            if key.startswith(prefix) and key[len(prefix):len(prefix) + 1] in ".["}
+            if key.startswith(prefix) and key[len(prefix):][:1] in (".", "[")}
 
 
 def assert_bitwise(actual: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> None:
@@ -136,6 +136,7 @@ def assert_bitwise(actual: dict[str, np.ndarray], expected: dict[str, np.ndarray
 
 @pytest.mark.parametrize("case", CASES)
 def test_stabledist_across_two_processes(results: dict[str, dict], case: str) -> None:
+    """Both processes agree with each other and with the one-process run of the program."""
     ref, procs = results["reference"], [results["stabledist0"], results["stabledist1"]]
     assert [int(p["process_index"]) for p in procs] == [0, 1]
     assert [int(p["process_count"]) for p in procs] == [2, 2]
