@@ -87,8 +87,11 @@ def check_stable(
         pick()
         return found
 
-    def example(drawn: Any) -> Example:
-        common = {"key": key, "plans": plans, "cycles": cycles, "n_threads": n_threads}
+    def example(drawn: Any, data: Any = None) -> Example:
+        # under a strategy's @given, plans are drawn from its data (no nested @given)
+        drawn_plans = plans if data is None else (
+            lambda d: [data.draw(access_plans(d, max_steps=plan_steps), label="plan")])
+        common = {"key": key, "plans": drawn_plans, "cycles": cycles, "n_threads": n_threads}
         if isinstance(drawn, DistSpec):
             return Example(drawn.build(), drawn.build, lambda: drawn.build(nd), drawn,
                            kwargs=None if drawn.catalog_id else drawn.kwargs(), **common)
@@ -109,11 +112,11 @@ def check_stable(
 
         @settings(max_examples=max_examples, database=None, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-        @given(factory)
-        def each(drawn: Any) -> None:
+        @given(factory, st.data())
+        def each(drawn: Any, data: Any) -> None:
             context = drawn.x64_context() if isinstance(drawn, DistSpec) else _null()
             with context:
-                x = example(drawn)
+                x = example(drawn, data)
                 why = PROPERTIES[name].applies(type(x.d))
                 if why:
                     not_applicable.append(why)
