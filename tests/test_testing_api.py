@@ -3,6 +3,7 @@ user's stable class (passes) and on broken ones (fails, saying why)."""
 
 from __future__ import annotations
 
+import dis
 import os
 import re
 import subprocess
@@ -15,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as nd
 import pytest
-from helpers import CLASS_NAMES
+from helpers import BUILDERS, CLASS_NAMES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpyro.distributions import constraints
@@ -395,3 +396,34 @@ def test_traced_values_that_match_neither_fail() -> None:
     with pytest.raises(StabilityError, match="differs"):
         _compare._assert_traced_close("jit", stabledist.Normal(0.0, 1.0), "v", x(1), x(2),
                                    lambda: x(3))
+
+
+# ---------------------------------------------------------------------------------------------
+# The catalog (formerly the unrun script tests/_catalog_selfcheck.py).
+# ---------------------------------------------------------------------------------------------
+
+# Globals a builder may load: array helpers only, never a distribution class or numpyro itself,
+# so that one builder builds the numpyro instance or the stable one from its module argument.
+ALLOWED_GLOBALS = {"V", "_a", "_i", "_cov2", "_cov3", "_corr3", "_ring_adjacency", "_ou_sde",
+                   "jnp", "np"}
+
+
+def test_catalog_covers_every_public_name() -> None:
+    classes, factories = testing.catalog.public_names(nd)
+    covered, excluded = set(testing.catalog.EXAMPLES), set(testing.catalog.EXCLUDED)
+    assert not covered & excluded
+    assert covered | excluded == set(classes) | set(factories)
+    assert set(testing.catalog.VARIANTS) <= covered
+    for bad in ("Distribution", "NoSuchDistribution"):
+        with pytest.raises(KeyError, match=bad):
+            testing.catalog.example(bad, nd)
+
+
+def test_catalog_builders_build_through_their_module_argument() -> None:
+    """Every builder loads only plain-array helpers as globals, so one builder gives the numpyro
+    instance or the stable one with identical parameters (their sample/log_prob agreement and
+    validation are checked by tests/test_numbers.py and tests/test_api.py on every builder)."""
+    assert len(BUILDERS) > 100
+    for ident, builder in BUILDERS:
+        loaded = {i.argval for i in dis.get_instructions(builder) if i.opname == "LOAD_GLOBAL"}
+        assert loaded <= ALLOWED_GLOBALS, (ident, sorted(loaded - ALLOWED_GLOBALS))
