@@ -12,7 +12,7 @@ Examples use fixed float32 parameters (no randomness), small event sizes (2-4) a
 batch shapes ``()``, ``(2,)`` and ``(3,)``.  Every class that accepts ``validate_args`` is
 built with ``validate_args=True`` so the parameters are checked against ``arg_constraints``.
 
-``tests/_catalog_selfcheck.py`` verifies the catalog against the installed numpyro.
+``tests/test_testing_api.py`` checks the catalog against the installed numpyro.
 """
 
 from __future__ import annotations
