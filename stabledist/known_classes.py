@@ -3,10 +3,10 @@
 Everything else the fork does is derived from numpyro's own declarations (``arg_constraints``,
 ``pytree_data_fields``, ``pytree_aux_fields``, ``lazy_property``). The entries here are the
 exceptions, keyed by numpyro class name; a maintainer adding support for a new numpyro
-release reads this module top to bottom. The testing package keeps its per-class facts
-that are plain data (catalog-only classes, non-parametrization keywords, property exclusions,
-upstream failures) are in the second half of this module; the testing code that uses them
-(strategy hints, the catalog of fixed examples) is in `stabledist.testing`.
+release reads this module top to bottom. The first half is what the fork needs; the second
+half is what the property suite needs as plain data (catalog-only classes, keywords that are
+not parametrizations, property exclusions, upstream failures). The testing *code* that uses
+them (strategy hints, the catalog of fixed examples) is in `stabledist.testing`.
 """
 
 from __future__ import annotations
