@@ -4,6 +4,8 @@ Each `reveal_type` line is matched against what pyright and mypy say; the two `#
 must be flagged (typo'd keywords), and nothing else.
 """
 
+from typing import reveal_type
+
 import jax.numpy as jnp
 
 import stabledist
