@@ -673,7 +673,8 @@ def write_plots(outdir: Path, results: Sequence[BenchResult]) -> list[str]:
             trace = run["trace"]
             base = trace[0]["rss_mb"]
             ax.plot([p["cycle"] for p in trace], [p["rss_mb"] - base for p in trace],
-                    color=COLORS[module], lw=1.5, marker="o", ms=2,
+                    color=COLORS[module], lw=3.5 if module == "numpyro" else 1.5,
+                    alpha=0.6 if module == "numpyro" else 1.0, marker="o", ms=2,
                     label=f"{LABELS[module]} (RSS at start {base:.0f} MB)")
         ax.axhline(20, color="k", ls="--", lw=1, label="target: less than 20 MB growth")
         ax.set_ylim(min(-1.0, ax.get_ylim()[0]), 25)

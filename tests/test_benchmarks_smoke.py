@@ -94,7 +94,9 @@ def test_json_has_environment_and_every_benchmark(smoke_run: tuple[Path, str]) -
 def test_prints_compact_summary_target_lines_and_progress(smoke_run: tuple[Path, str]) -> None:
     _, text = smoke_run
     lines = text.splitlines()
-    summary = lines[lines.index(next(x for x in lines if x.startswith("ratio = numpyro"))):]
+    start = lines.index(next(x for x in lines if x.startswith("ratio = numpyro")))
+    end = lines.index(next(x for x in lines if x.startswith("details: ")))
+    summary = lines[start:end + 1]  # stdout; the progress lines (stderr) follow it
     assert any(line.startswith(("PASS", "FAIL", "N/A")) for line in summary)
     too_wide = [line for line in summary if len(line) > 100]
     assert not too_wide, too_wide
