@@ -11,6 +11,7 @@ from stabledist.directional import ProjectedNormal as ProjectedNormal, SineBivar
 from stabledist.discrete import Bernoulli as Bernoulli, BernoulliLogits as BernoulliLogits, BernoulliProbs as BernoulliProbs, Binomial as Binomial, BinomialLogits as BinomialLogits, BinomialProbs as BinomialProbs, Categorical as Categorical, CategoricalLogits as CategoricalLogits, CategoricalProbs as CategoricalProbs, DiscreteUniform as DiscreteUniform, Geometric as Geometric, GeometricLogits as GeometricLogits, GeometricProbs as GeometricProbs, HurdleDistribution as HurdleDistribution, HurdleLogits as HurdleLogits, HurdlePoisson as HurdlePoisson, HurdleProbs as HurdleProbs, Multinomial as Multinomial, MultinomialLogits as MultinomialLogits, MultinomialProbs as MultinomialProbs, OrderedLogistic as OrderedLogistic, Poisson as Poisson, ZeroInflatedDistribution as ZeroInflatedDistribution, ZeroInflatedLogits as ZeroInflatedLogits, ZeroInflatedPoisson as ZeroInflatedPoisson, ZeroInflatedProbs as ZeroInflatedProbs
 from stabledist.distribution import Delta as Delta, Distribution as Distribution, ExpandedDistribution as ExpandedDistribution, FoldedDistribution as FoldedDistribution, ImproperUniform as ImproperUniform, Independent as Independent, MaskedDistribution as MaskedDistribution, TransformedDistribution as TransformedDistribution, Unit as Unit
 from stabledist.fork import is_stable as is_stable, make_stable as make_stable, stabilize as stabilize, stable_class as stable_class
+from stabledist.internals import stable_internals as stable_internals, stable_internals_enabled as stable_internals_enabled, use_stable_internals as use_stable_internals
 from stabledist.mixtures import Mixture as Mixture, MixtureGeneral as MixtureGeneral, MixtureSameFamily as MixtureSameFamily
 from stabledist.truncated import DoublyTruncatedPowerLaw as DoublyTruncatedPowerLaw, LeftTruncatedDistribution as LeftTruncatedDistribution, LeftTruncatedGamma as LeftTruncatedGamma, LowerTruncatedPowerLaw as LowerTruncatedPowerLaw, RightTruncatedDistribution as RightTruncatedDistribution, RightTruncatedGamma as RightTruncatedGamma, TruncatedCauchy as TruncatedCauchy, TruncatedDistribution as TruncatedDistribution, TruncatedGamma as TruncatedGamma, TruncatedNormal as TruncatedNormal, TruncatedPolyaGamma as TruncatedPolyaGamma, TwoSidedTruncatedDistribution as TwoSidedTruncatedDistribution, TwoSidedTruncatedGamma as TwoSidedTruncatedGamma
 from stabledist import batch_util as batch_util
@@ -164,4 +165,7 @@ __all__ = [
     "make_stable",
     "stabilize",
     "stable_class",
+    "stable_internals",
+    "stable_internals_enabled",
+    "use_stable_internals",
 ]

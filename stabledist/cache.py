@@ -23,6 +23,7 @@ weak reference, so:
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Callable
@@ -55,21 +56,6 @@ class CacheInfo(NamedTuple):
 
     instances: int
     values: int
-
-
-class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
-    """A weak reference that knows its cache key, so one bound method serves as every
-    entry's callback (as in WeakValueDictionary) instead of a closure per entry."""
-
-    __slots__ = ("key",)
-
-    def __new__(cls, obj: Any, callback: Any, key: int) -> _KeyedRef:
-        self = super().__new__(cls, obj, callback)
-        self.key = key
-        return self
-
-    def __init__(self, obj: Any, callback: Any, key: int) -> None:
-        super().__init__(obj, callback)
 
 
 class _Entry:
@@ -175,7 +161,7 @@ class LazyValueCache:
             if entry is None:
                 entry = _Entry()
                 try:
-                    entry.ref = _KeyedRef(instance, self._drop, key)
+                    entry.ref = weakref.ref(instance, functools.partial(self._drop, key))
                 except TypeError:
                     raise TypeError(
                         f"{type(instance).__name__} instances cannot be weakly referenced "
@@ -185,13 +171,13 @@ class LazyValueCache:
                 self._entries[key] = entry
             return entry
 
-    def _drop(self, ref: _KeyedRef) -> None:
+    def _drop(self, key: int, ref: weakref.ref[Any]) -> None:
         entries = self._entries
-        entry = entries.get(ref.key)
+        entry = entries.get(key)
         if entry is not None and entry.ref is ref:
-            del entries[ref.key]
+            del entries[key]
             for table in entry.tables.values():
-                table.pop(ref.key, None)
+                table.pop(key, None)
 
 
 _CONCRETE_TYPES = frozenset({float, int, bool, np.ndarray, type(jnp.zeros(()))})

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
-from numpyro.distributions.distribution import DistributionMeta
+from numpyro.distributions.distribution import DistributionMeta, MaskedDistribution
 from numpyro.distributions.util import lazy_property
 
 from stabledist.cache import CACHE, cached_lazy_property
@@ -202,7 +202,7 @@ def _own_pytree_methods(cls: type) -> tuple[Callable[..., Any], Callable[..., An
         if base is not cls:  # a mirror: the user's methods must win over Distribution's
             for name in _OWN_METHODS:
                 setattr(cls, name, _method_skipping_fork(cls, name))
-        return cls.tree_flatten, cls.tree_unflatten  # type: ignore[attr-defined]
+        return cls.tree_flatten, cls.tree_unflatten
     return None
 
 
@@ -305,7 +305,7 @@ def make_stable(cls: D, *, hybrid: Mapping[str, StaticTest] | None = None) -> D:
         if issubclass(cls, Distribution) or cls in _mirrors:
             raise TypeError(f"{cls.__qualname__} is already stable; declare hybrid fields "
                             "as the class attribute pytree_hybrid_fields instead")
-        cls.pytree_hybrid_fields = dict(hybrid)  # type: ignore[attr-defined]
+        setattr(cls, "pytree_hybrid_fields", dict(hybrid))  # noqa: B010 - on a user class
     return cast(D, stable_class(cls))
 
 
@@ -322,8 +322,8 @@ def stabilize(value: Any) -> Any:
         if isinstance(value, Distribution):
             return value
         cls = stable_class(type(value))
-        copy = cls.__new__(cls)
-        copy.__dict__.update(value.__dict__)
+        copy = cast(Any, cls).__new__(cls)
+        vars(copy).update(vars(value))
         _adopt_children(copy)
         _settle(copy)  # lazy values numpyro stored (its constructor's or a read's): seeded
         return copy
@@ -334,7 +334,7 @@ def stabilize(value: Any) -> Any:
 
 def _adopt_children(d: Distribution) -> None:
     """Replace the numpyro distributions ``d`` holds by stable copies (hot: every construction)."""
-    state = d.__dict__
+    state = vars(d)
     for name, value in state.items():
         if isinstance(value, _NumpyroDistribution):
             if not isinstance(value, Distribution):
@@ -403,7 +403,7 @@ class Distribution(_SkipNumpyroRegistration, _NumpyroDistribution, metaclass=Sta
     def to_event(self, reinterpreted_batch_ndims: int | None = None) -> _NumpyroDistribution:
         return stabilize(super().to_event(reinterpreted_batch_ndims))
 
-    def mask(self, mask: Any) -> _NumpyroDistribution:
+    def mask(self, mask: Any) -> MaskedDistribution:
         return stabilize(super().mask(mask))
 
     def get_args(self) -> dict[str, Any]:
@@ -429,7 +429,7 @@ class Distribution(_SkipNumpyroRegistration, _NumpyroDistribution, metaclass=Sta
         seeded: dict[str, Any] = {}
         if isinstance(state, tuple):
             state, seeded = state
-        self.__dict__.update(state)
+        vars(self).update(state)
         for name, value in seeded.items():
             CACHE.seed(self, name, value)
 

@@ -178,7 +178,7 @@ def register(
     tracked_names = (*data, *required_aux)
     get_data, get_required_aux = _getter(data), _getter(required_aux)
     list_at = tuple(i for i, name in enumerate(aux) if name in table.list_aux)
-    new = cls.__new__
+    new: Any = cls.__new__
     special = bool(list_at or hybrid_at)
     array_at = tuple(i for i, name in enumerate(data) if name in table.array_fields)
     qualname = cls.__qualname__
@@ -204,7 +204,7 @@ def register(
             statics += hybrid_statics
         return children, (*statics, absent)
 
-    def flatten_with_keys(d: Any) -> tuple[tuple[tuple[GetAttrKey, Any], ...], tuple[Any, ...]]:
+    def flatten_with_keys(d: Any) -> tuple[tuple[tuple[Any, Any], ...], tuple[Any, ...]]:
         children, statics = flatten(d)
         return tuple(zip(keys, children)), statics
 

@@ -9,7 +9,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -310,8 +310,8 @@ def destabilize(value: Any) -> Any:
     upstream class, nested distributions converted too. Other values unchanged."""
     if isinstance(value, nd.Distribution):
         cls = upstream_class(type(value))
-        twin = cls.__new__(cls)
-        twin.__dict__.update({k: destabilize(v) for k, v in vars(value).items()})
+        twin = cast(Any, cls).__new__(cls)
+        vars(twin).update({k: destabilize(v) for k, v in vars(value).items()})
         return twin
     if type(value) in (list, tuple):
         return type(value)(destabilize(v) for v in value)
@@ -363,7 +363,7 @@ def _discrete_point(support: C.Constraint, shape: tuple[int, ...]) -> jax.Array 
     # integer_interval, integer_greater_than, nonnegative_integer, positive_integer: each
     # includes its lower bound (public attribute of numpyro's integer constraints)
     if getattr(support, "lower_bound", None) is not None and not C.is_dependent(support):
-        low = jnp.asarray(support.lower_bound)
+        low = jnp.asarray(cast(Any, support).lower_bound)
         return jnp.broadcast_to(low, shape).astype(jnp.int32)
     return None
 

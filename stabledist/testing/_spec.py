@@ -111,7 +111,7 @@ def _materialize(value: Any, module: types.ModuleType) -> Any:
 
 def _short(value: Any) -> str:
     if isinstance(value, np.ndarray | np.generic):
-        body = np.array2string(value, precision=4, separator=", ", threshold=20)
+        body = np.array2string(np.asarray(value), precision=4, separator=", ", threshold=20)
         return f"{body}:{value.dtype}"
     if isinstance(value, list):
         return "[" + ", ".join(_short(v) for v in value) + "]"

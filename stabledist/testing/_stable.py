@@ -79,7 +79,7 @@ def check_stable(
         found: list[AccessPlan] = []
 
         @settings(max_examples=max_examples, database=None, deadline=None,
-                  suppress_health_check=list(HealthCheck))
+                  suppress_health_check=[*HealthCheck.__members__.values()])
         @given(access_plans(d, max_steps=plan_steps))
         def pick(plan: AccessPlan) -> None:
             found.append(plan)

@@ -18,6 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.core import Tracer
 from jax.sharding import PartitionSpec
 
 from stabledist.cache import CACHE
@@ -358,10 +359,10 @@ def check_closure(d: Any, ref: Reference | None = None,
         if not np.allclose(np.asarray(got), exp, rtol=1e-4, atol=1e-3):
             raise _fail("closure", d, f"{label} of the closure gave {got}, expected {exp}")
     for name, cached in CACHE.cached(d).items():
-        if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(cached)):
+        if any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(cached)):
             raise _fail("closure", d, f"the cache holds a tracer for {name!r}")
     for name, v in vars(d).items():
-        if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(v)):
+        if any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(v)):
             raise _fail("closure", d, f"attribute {name!r} holds a tracer")
     _assert_close("closure", d, "eager values after the transformations",
                   _read(d, names, methods, value), want, exact=True)

@@ -5,8 +5,8 @@ rebuilt from the same leaves (`check_tree_map`). Hypothesis-free.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -110,9 +110,10 @@ def numpyro_rebuild(new: Any, template: Any) -> Any:
         params = tuple(None if t is None else numpyro_rebuild(vars(new).get(n), t)
                        for n, t in zip(names, data))
         return cls.tree_unflatten(aux, params)
-    if type(template) in (list, tuple) and type(new) is type(template) and len(new) == len(
-            template):
-        return type(template)(numpyro_rebuild(a, b) for a, b in zip(new, template))
+    if type(template) in (list, tuple) and type(new) is type(template):
+        items, templates = cast(Sequence[Any], new), cast(Sequence[Any], template)
+        if len(items) == len(templates):
+            return type(template)(numpyro_rebuild(a, b) for a, b in zip(items, templates))
     return new
 
 

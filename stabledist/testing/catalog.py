@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import types
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -650,7 +651,7 @@ def supported_methods(
     key = jax.random.PRNGKey(0) if key is None else key
     found: list[str] = []
     try:
-        sample = d.sample(key)
+        sample: Any = d.sample(key)
         found.append("sample")
     except _UNSUPPORTED:
         sample = None
