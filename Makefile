@@ -5,12 +5,22 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test test-properties docs clean
+# The oldest supported numpyro/jax pair (the lower bounds in pyproject.toml), in its own venv.
+OLDEST_VENV := .venv-oldest
+OLDEST_PY := $(OLDEST_VENV)/bin/python
+OLDEST_STAMP := $(OLDEST_VENV)/.installed
+OLDEST_PINS := numpyro==0.21.0 jax==0.7.0 jaxlib==0.7.0
+# The tests that say "same numbers, same API, stable pytrees" on that pair (the property suite
+# and the packaging/type/docs tests run on the newest pair only).
+OLDEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
+	tests/test_cache.py tests/test_pytree.py
+
+.PHONY: bench test typecheck stubs test-properties test-oldest docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,bench,docs]"
+	$(PY) -m pip install --quiet -e ".[test,dev,bench,docs]"
 	touch $(STAMP)
 
 bench: $(STAMP)
@@ -22,15 +32,35 @@ XDIST := -n auto --dist loadgroup
 
 test: $(STAMP)
 	$(PY) -m ruff check .
+	$(MAKE) typecheck
 	$(PY) -m pytest $(XDIST) $(ARGS)
+
+# pyright (standard mode, configured in pyproject.toml) on the package, stubs included.
+typecheck: $(STAMP)
+	$(VENV)/bin/pyright --pythonpath $(PY) stabledist
+
+# Regenerate the type stubs after changing numpyro or stabledist's public names.
+stubs: $(STAMP)
+	$(PY) tools/generate_stubs.py
 
 # Only the hypothesis property suite (tests/test_properties.py): every class x every property.
 # STABLEDIST_HYPOTHESIS_PROFILE=thorough make test-properties: the nightly / pre-release run.
 test-properties: $(STAMP)
 	$(PY) -m pytest $(XDIST) tests/test_properties.py $(ARGS)
 
+$(OLDEST_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_PY) -m pip install --quiet --upgrade pip
+	$(OLDEST_PY) -m pip install --quiet -e ".[test]" $(OLDEST_PINS)
+	touch $(OLDEST_STAMP)
+
+# The second CI command: the oldest supported numpyro/jax pair.
+test-oldest: $(OLDEST_STAMP)
+	$(OLDEST_PY) -c "import numpyro, jax; print('numpyro', numpyro.__version__, 'jax', jax.__version__)"
+	$(OLDEST_PY) -m pytest $(XDIST) $(OLDEST_TESTS) $(ARGS)
+
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) results site .pytest_cache .hypothesis .cache
+	rm -rf $(VENV) $(OLDEST_VENV) results site .pytest_cache .hypothesis .cache

@@ -38,6 +38,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="run only these benchmarks: " + ",".join(BENCHMARKS))
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="output folder (default: results/<timestamp>, git-ignored)")
+    parser.add_argument("--strict", action=argparse.BooleanOptionalAction, default=True,
+                        help="exit with status 3 when a target fails (default); "
+                        "--no-strict: only a benchmark that raises (status 1) fails the run")
+    parser.add_argument("--publish", action="store_true",
+                        help="after the run, rewrite the results in docs/benchmarks.md and "
+                        "docs/img/ (states the commit measured; refuses uncommitted changes "
+                        "under stabledist/ or benchmarks/ unless --allow-dirty)")
+    parser.add_argument("--allow-dirty", action="store_true",
+                        help="with --publish: publish even with uncommitted code changes")
     parser.add_argument("--host-devices", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="XLA host (CPU) devices, i.e. parallel NUTS chains on CPU "
                         "(default: the CPU count)")
@@ -60,11 +69,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     ns = parse_args(argv)
+    if ns.publish:
+        from benchmarks.publish import dirty_code
+
+        dirty = dirty_code()
+        if dirty and not ns.allow_dirty:
+            print("--publish: uncommitted changes under stabledist/ or benchmarks/ (commit "
+                  "them first, or --allow-dirty):\n  " + "\n  ".join(dirty), file=sys.stderr)
+            return 2
     configure(ns.device, ns.host_devices)
     from benchmarks.runner import run  # imports jax, after configure()
 
-    return run(PROFILES[ns.profile], ns.only, Path(ns.out), ns.device,
-               " ".join(["python -m benchmarks", *(sys.argv[1:] if argv is None else argv)]))
+    status, payload = run(PROFILES[ns.profile], ns.only, Path(ns.out), ns.device,
+                          " ".join(["python -m benchmarks",
+                                    *(sys.argv[1:] if argv is None else argv)]),
+                          strict=ns.strict)
+    if ns.publish and payload:
+        from benchmarks.publish import publish
+
+        doc = publish(payload, Path(ns.out), payload.get("plots", []))
+        print(f"published the results into {doc} and docs/img/ (commit "
+              f"{payload['environment'].get('git_commit')}); commit them with "
+              "`git add docs/benchmarks.md docs/img && git commit`")
+    return status
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import jax
@@ -21,7 +22,16 @@ from numpyro.infer.util import log_density
 from benchmarks.common import MODULES, lazy_names, quiet, spd
 from benchmarks.config import Profile
 from benchmarks.environment import subprocess_env
-from benchmarks.timing import BenchResult, Case, interleave, measure, progress, stmt_timer
+from benchmarks.phases import record_phases
+from benchmarks.timing import (
+    BenchResult,
+    Case,
+    host_device_split,
+    interleave,
+    measure,
+    step,
+    stmt_timer,
+)
 
 # --------------------------------------------------------------------------------------------
 # a concrete global distribution inside a compiled function
@@ -111,19 +121,27 @@ def bench_closure(profile: Profile) -> BenchResult:
         "tracing, but XLA may constant-fold that recomputation at compile time)",
     )
     nd, sd = MODULES["numpyro"], MODULES["stabledist"]
+    order = ["numpyro", "stabledist", "numpyro_preread", "nocache"]
+    index = 0
     for family, sizes_attr in CLOSURE_FAMILIES.items():
         for size in getattr(profile, sizes_attr):
-            progress(f"closure {family}: size {size}")
+            step(f"closure {family}: size {size}")
             build, params, x, expr, what = _family(family, size)
             first: dict[str, float] = {}
+            first_phases: dict[str, dict[str, float]] = {}
             fns = {}
+            calls = {}
             outs = {}
             with quiet():
-                for variant in ("numpyro", "stabledist", "numpyro_preread", "nocache"):
-                    t0 = time.perf_counter()
+                # the constructors' own eager ops are the same code in both modules: build
+                # once, untimed, so the first call below times jit's trace+compile+run only
+                build(nd, params), build(sd, params)
+                k = index % len(order)  # rotate who goes first (per-shape eager caches)
+                index += 1
+                for variant in order[k:] + order[:k]:
                     if variant == "nocache":
                         g = jax.jit(lambda p, x, expr=expr, build=build: expr(build(sd, p), x))
-                        outs[variant] = np.asarray(g(params, x).block_until_ready())
+                        call = partial(g, params, x)
                         fns[variant] = stmt_timer("g(p, x).block_until_ready()",
                                                   {"g": g, "p": params, "x": x})
                     else:
@@ -131,20 +149,27 @@ def bench_closure(profile: Profile) -> BenchResult:
                         if variant == "numpyro_preread":
                             _preread(d)
                         f = jax.jit(lambda x, d=d, expr=expr: expr(d, x))
-                        outs[variant] = np.asarray(f(x).block_until_ready())
+                        call = partial(f, x)
                         fns[variant] = stmt_timer("f(x).block_until_ready()", {"f": f, "x": x})
-                    first[variant] = time.perf_counter() - t0
+                    with record_phases() as rec:
+                        t0 = time.perf_counter()
+                        outs[variant] = np.asarray(jax.block_until_ready(call()))
+                        first[variant] = time.perf_counter() - t0
+                    first_phases[variant] = rec.split()
+                    calls[variant] = call
             ref = outs["numpyro"]
             agree = all(np.allclose(ref, o, rtol=2e-3, atol=2e-3 * float(np.abs(ref).max()))
                         for o in outs.values())
             samples, loops = measure(fns, profile.closure_reps, profile.closure_rep_ms)
+            split = {v: host_device_split(c, min(loops[v], 200)) for v, c in calls.items()}
             result.cases.append(
                 Case(
                     f"{family} {size}",
                     {"family": family, "size": size, "what": what, "results_agree": agree},
                     samples,
                     loops,
-                    extra={"first_call_s": first},
+                    extra={"first_call_s": first, "first_call_phases": first_phases,
+                           "host_device": split},
                 )
             )
     return result
@@ -262,7 +287,7 @@ def bench_compile(profile: Profile) -> BenchResult:
         "trace and in every compiled call",
         extra={"dim": dim, "reads": reads},
     )
-    progress(f"compile: warm trace+compile, dim {dim}, {reads} reads")
+    step(f"compile: warm trace+compile, dim {dim}, {reads} reads")
     records: dict[str, list[dict[str, float]]] = {v: [] for v in COMPILE_VARIANTS}
     compiled: dict[str, tuple[Any, tuple]] = {}
 
@@ -295,13 +320,15 @@ def bench_compile(profile: Profile) -> BenchResult:
             Case(part.removesuffix("_s"), {"kind": "part", "unit": "s"},
                  {v: [r[part] for r in records[v]] for v in COMPILE_VARIANTS})
         )
-    progress("compile: the compiled value_and_grad, per call")
+    step("compile: the compiled value_and_grad, per call")
     block = jax.block_until_ready
     fns = {v: stmt_timer("block(f(*args))", {"block": block, "f": f, "args": args})
            for v, (f, args) in compiled.items()}
     run_samples, loops = measure(fns, profile.reps, profile.closure_rep_ms)
+    split = {v: host_device_split(lambda f=f, a=a: f(*a), min(loops[v], 200))
+             for v, (f, a) in compiled.items()}
     result.cases.append(Case("compiled call", {"kind": "run", "unit": "ns/call"}, run_samples,
-                             loops))
+                             loops, extra={"host_device": split}))
     # cold: the first trace + compile in a fresh process (eager-op caches empty)
     if profile.cold_reps:
         cold: dict[str, list[float]] = {v: [] for v in COMPILE_VARIANTS}
@@ -310,7 +337,7 @@ def bench_compile(profile: Profile) -> BenchResult:
             order = list(COMPILE_VARIANTS)
             k = rep % len(order)
             for variant in order[k:] + order[:k]:
-                progress(f"compile: cold (fresh process) {variant} {rep + 1}/{profile.cold_reps}")
+                step(f"compile: cold (fresh process) {variant} {rep + 1}/{profile.cold_reps}")
                 rec = _cold(variant, dim, reads)
                 cold_records[variant].append(rec)
                 cold[variant].append(rec["total_s"])

@@ -16,7 +16,7 @@ from typing import Any
 
 from benchmarks.config import Profile
 from benchmarks.environment import subprocess_env
-from benchmarks.timing import BenchResult, Case, progress
+from benchmarks.timing import BenchResult, Case, progress, step
 
 
 def rss_mb() -> float:
@@ -125,8 +125,8 @@ def bench_memory(profile: Profile) -> BenchResult:
         nocache="not applicable",
         extra={"cycle": CYCLE if not profile.churn_light else CYCLE.split(";")[0]},
     )
-    progress(f"memory: {profile.churn_cycles} cycles per implementation, both subprocesses "
-             "at once (RSS, not time, is measured)")
+    step(f"memory: {profile.churn_cycles} cycles per implementation, both subprocesses "
+         "at once (RSS, not time, is measured)")
     procs = {m: _spawn(m, profile.churn_cycles, profile.churn_points, profile.churn_light)
              for m in ("numpyro", "stabledist")}
     runs = {}

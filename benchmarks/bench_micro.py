@@ -6,6 +6,7 @@ import operator
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import jax
@@ -22,7 +23,17 @@ from benchmarks.common import (
     spd,
 )
 from benchmarks.config import Profile
-from benchmarks.timing import BenchResult, Case, Timed, measure, no_gc, progress, stmt_timer
+from benchmarks.timing import (
+    TRACKER,
+    BenchResult,
+    Case,
+    Timed,
+    host_device_split,
+    measure,
+    no_gc,
+    step,
+    stmt_timer,
+)
 from stabledist.cache import CACHE
 from stabledist.testing import catalog
 
@@ -129,18 +140,18 @@ def bench_lazy(profile: Profile) -> BenchResult:
         variants=LAZY_VARIANTS,
         nocache=LAZY_NOCACHE,
     )
-    progress("lazy: finding the lazy properties of every catalog example (first reads "
-             "compile the eager ops)")
+    step("lazy: finding the lazy properties of every catalog example (first reads "
+         "compile the eager ops)")
     pairs, skipped = discover_lazy_pairs(profile.lazy_limit, profile.lazy_per_class)
     result.extra["skipped"] = skipped
     result.extra["pairs"] = len(pairs)
     result.extra["classes"] = len({p.cls for p in pairs})
     result.extra["limited_to"] = profile.lazy_limit
     result.extra["per_class"] = profile.lazy_per_class
-    progress(f"lazy: {len(pairs)} (class, property) pairs in {result.extra['classes']} classes")
+    TRACKER.resize("lazy", 1 + len(pairs))
     nd, sd = MODULES["numpyro"], MODULES["stabledist"]
     for i, pair in enumerate(pairs, start=1):
-        progress(f"lazy {i}/{len(pairs)}: {pair.cls}.{pair.prop}")
+        step(f"lazy {i}/{len(pairs)}: {pair.cls}.{pair.prop}")
         with quiet():
             tn, ts = pair.build(nd), pair.build(sd)
             hn, hs = pair.build(nd), pair.build(sd)
@@ -236,10 +247,12 @@ def bench_flatten(profile: Profile) -> BenchResult:
     )
     examples, skipped = _flatten_examples(profile.flatten_limit)
     result.extra["skipped"] = skipped
+    chosen = [(b, c, f) for b, c, f in examples if c in BREAKDOWN]
+    TRACKER.resize("flatten", len(examples) + len(chosen))
     tu = jax.tree_util
     ns = {"flatten": tu.tree_flatten, "unflatten": tu.tree_unflatten}
     for i, (builder_id, cls, build) in enumerate(examples, start=1):
-        progress(f"flatten {i}/{len(examples)}: {cls}")
+        step(f"flatten {i}/{len(examples)}: {cls}")
         with quiet():
             dn, ds = build(MODULES["numpyro"]), build(MODULES["stabledist"])
         fns = {
@@ -257,9 +270,8 @@ def bench_flatten(profile: Profile) -> BenchResult:
     # where the time goes, for a few classes: flatten and unflatten alone, and the floor
     # (a minimal registered node with the same leaves)
     breakdown = []
-    chosen = [(b, c, f) for b, c, f in examples if c in BREAKDOWN]
     for builder_id, cls, build in chosen:
-        progress(f"flatten breakdown: {cls}")
+        step(f"flatten breakdown: {cls}")
         with quiet():
             dn, ds = build(MODULES["numpyro"]), build(MODULES["stabledist"])
         floor = _Floor(tuple(tu.tree_leaves(ds)))
@@ -324,7 +336,7 @@ def bench_dispatch(profile: Profile) -> BenchResult:
     )
     nd = MODULES["numpyro"]
     for name in profile.dispatch_cases:
-        progress(f"dispatch: {name}")
+        step(f"dispatch: {name}")
         build, params = _dispatch_case(name)
         dn, ds = build(nd, params), build(MODULES["stabledist"], params)
         x = ds.sample(jax.random.PRNGKey(0))
@@ -340,9 +352,13 @@ def bench_dispatch(profile: Profile) -> BenchResult:
             "raw": stmt_timer(stmt, {"f": f_r, "d": params, "x": x}),
         }
         samples, loops = measure(fns, profile.reps, profile.rep_ms)
+        split = {v: host_device_split(partial(f, d, x), loops[v])
+                 for v, (f, d) in (("numpyro", (f_n, dn)), ("stabledist", (f_s, ds)),
+                                   ("raw", (f_r, params)))}
         result.cases.append(
             Case(name, {"class": type(ds).__name__, "results_agree": agree,
                         "leaves": len(jax.tree_util.tree_leaves(ds)),
-                        "raw_arrays": len(params)}, samples, loops)
+                        "raw_arrays": len(params)}, samples, loops,
+                 extra={"host_device": split})
         )
     return result

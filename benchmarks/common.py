@@ -16,6 +16,10 @@ from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
 from stabledist.cache import CACHE, cached_lazy_property
+from stabledist.introspect import class_attribute, lazy_names
+
+__all__ = ["MODULES", "block", "fresh_copy", "is_stable_lazy", "lazy_names", "quiet",
+           "recompute_fn", "spd"]
 
 MODULES: dict[str, types.ModuleType] = {"numpyro": nd, "stabledist": sd}
 """The two implementations, by variant name."""
@@ -29,36 +33,16 @@ def quiet() -> Iterator[None]:
         yield
 
 
-def lazy_names(cls: type) -> list[str]:
-    """Names of the lazy properties of ``cls`` (numpyro's or stabledist's descriptor)."""
-    return sorted(
-        {
-            name
-            for base in cls.__mro__
-            for name, attr in vars(base).items()
-            if isinstance(attr, lazy_property)
-        }
-    )
-
-
-def descriptor(cls: type, name: str) -> Any:
-    """The class attribute ``name`` of ``cls`` as the MRO resolves it (not calling it)."""
-    for base in cls.__mro__:
-        if name in vars(base):
-            return vars(base)[name]
-    raise AttributeError(name)
-
-
 def recompute_fn(cls: type, name: str) -> Callable[[Any], Any]:
     """The no-cache read of a lazy property: its wrapped function, called on every read."""
-    attr = descriptor(cls, name)
+    attr = class_attribute(cls, name)
     if not isinstance(attr, lazy_property):
         raise TypeError(f"{cls.__name__}.{name} is not a lazy property here")
     return attr.wrapped
 
 
 def is_stable_lazy(cls: type, name: str) -> bool:
-    return isinstance(descriptor(cls, name), cached_lazy_property)
+    return isinstance(class_attribute(cls, name), cached_lazy_property)
 
 
 def fresh_copy(template: Any) -> Any:
@@ -71,12 +55,8 @@ def fresh_copy(template: Any) -> Any:
     cls = type(template)
     copy = cls.__new__(cls)
     copy.__dict__.update(template.__dict__)
-    adopt = getattr(CACHE, "adopt", None)
     for name, value in CACHE.cached(template).items():
-        if adopt is not None:
-            adopt(copy, name, value)
-        else:  # older core without CACHE.adopt
-            CACHE.get_or_compute(copy, name, lambda _, v=value: v)
+        CACHE.adopt(copy, name, value)
     return copy
 
 

@@ -11,7 +11,10 @@ BENCHMARKS: dict[str, str] = {
     "dispatch": "jitted function taking a distribution vs the same function taking arrays",
     "closure": "concrete global distribution read inside a compiled function, per call",
     "compile": "trace + compile time of a model that reads lazy properties repeatedly",
-    "nuts": "end-to-end NUTS with global priors, parallel chains over devices",
+    "e2e": "end-to-end NUTS and SVI on real models (GP, hierarchical, regression, "
+    "state space, angles), split into trace / lower / compile / run",
+    "pcache": "persistent compilation cache across processes (another PYTHONHASHSEED) "
+    "and retraces of a jitted function taking distributions",
     "memory": "cache size and process RSS over create/read/drop cycles (subprocesses)",
 }
 """Benchmark names (``--only``) in run order, with what each measures."""
@@ -42,13 +45,17 @@ class Profile:
     compile_reps: int
     cold_reps: int  # fresh-process first compiles per variant
     compile_warmup: bool  # one untimed trace+compile per variant first
-    # NUTS
-    nuts_warmup: int
-    nuts_samples: int
-    nuts_reps: int
-    nuts_models: tuple[str, ...]
-    nuts_prewarm: bool  # one tiny untimed run per variant first (eager-op caches)
-    nuts_chains: int | None  # None: one chain per device (at least 2)
+    # end-to-end inference
+    e2e_warmup: int
+    e2e_samples: int
+    e2e_svi_steps: int
+    e2e_reps: int
+    e2e_models: tuple[str, ...]
+    e2e_methods: tuple[str, ...]  # "NUTS", "SVI"
+    e2e_prewarm: bool  # one tiny untimed run per variant first (eager-op caches)
+    e2e_chains: int | None  # None: one chain per device (at least 2)
+    # persistent compilation cache: (first process, second process) pairs per variant
+    pcache_reps: int
     # memory churn
     churn_cycles: int
     churn_points: int
@@ -68,9 +75,9 @@ DEFAULT = Profile(
     lazy_per_class=None,
     flatten_limit=None,
     dispatch_cases=_DISPATCH,
-    mvn_dims=(16, 64, 256, 1024, 2048),
-    tn_batches=(100, 1_000, 10_000, 100_000, 1_000_000),
-    sbvm_batches=(100, 1_000, 10_000, 100_000, 1_000_000),
+    mvn_dims=(16, 256, 1024, 2048),
+    tn_batches=(100, 10_000, 1_000_000),
+    sbvm_batches=(100, 10_000, 1_000_000),
     closure_reps=9,
     closure_rep_ms=20.0,
     compile_dim=32,
@@ -78,12 +85,15 @@ DEFAULT = Profile(
     compile_reps=5,
     cold_reps=2,
     compile_warmup=True,
-    nuts_warmup=300,
-    nuts_samples=300,
-    nuts_reps=3,
-    nuts_models=("regression", "angles"),
-    nuts_prewarm=True,
-    nuts_chains=None,
+    e2e_warmup=200,
+    e2e_samples=200,
+    e2e_svi_steps=1000,
+    e2e_reps=2,
+    e2e_models=("gp", "hierarchical", "regression", "statespace", "angles"),
+    e2e_methods=("NUTS", "SVI"),
+    e2e_prewarm=True,
+    e2e_chains=None,
+    pcache_reps=1,
     churn_cycles=100_000,
     churn_points=100,
     churn_light=False,
@@ -108,12 +118,15 @@ PROFILES: dict[str, Profile] = {
         compile_reps=1,
         cold_reps=0,
         compile_warmup=False,
-        nuts_warmup=5,
-        nuts_samples=5,
-        nuts_reps=1,
-        nuts_models=("tiny",),
-        nuts_prewarm=False,
-        nuts_chains=1,
+        e2e_warmup=5,
+        e2e_samples=5,
+        e2e_svi_steps=5,
+        e2e_reps=1,
+        e2e_models=("tiny",),
+        e2e_methods=("SVI",),  # NUTS compiles for long; the quick profile runs it
+        e2e_prewarm=False,
+        e2e_chains=1,
+        pcache_reps=0,  # retraces only: the cross-process pairs start 4 Python processes
         churn_cycles=200,
         churn_points=5,
         churn_light=True,
@@ -135,10 +148,11 @@ PROFILES: dict[str, Profile] = {
         compile_reads=4,
         compile_reps=2,
         cold_reps=0,
-        nuts_warmup=100,
-        nuts_samples=100,
-        nuts_reps=1,
-        nuts_models=("regression",),
+        e2e_warmup=100,
+        e2e_samples=100,
+        e2e_svi_steps=300,
+        e2e_reps=1,
+        e2e_models=("regression", "angles"),
         churn_cycles=5_000,
         churn_points=20,
     ),
@@ -157,10 +171,26 @@ PROFILES: dict[str, Profile] = {
         compile_reads=32,
         compile_reps=9,
         cold_reps=3,
-        nuts_warmup=1000,
-        nuts_samples=1000,
-        nuts_reps=3,
+        e2e_warmup=1000,
+        e2e_samples=1000,
+        e2e_svi_steps=5000,
+        e2e_reps=3,
+        pcache_reps=2,
         churn_cycles=300_000,
         churn_points=150,
     ),
+}
+
+
+PLANNED_SECONDS: dict[str, dict[str, float]] = {
+    # rough wall time of each benchmark per profile on 2 busy cores, only for the progress
+    # estimate (the tracker rescales it by the speed observed during the run)
+    "smoke": {"lazy": 3, "flatten": 1, "dispatch": 1, "closure": 2, "compile": 3, "e2e": 6,
+              "pcache": 12, "memory": 6},
+    "quick": {"lazy": 25, "flatten": 10, "dispatch": 8, "closure": 25, "compile": 15,
+              "e2e": 40, "pcache": 15, "memory": 25},
+    "default": {"lazy": 120, "flatten": 35, "dispatch": 12, "closure": 90, "compile": 45,
+                "e2e": 200, "pcache": 25, "memory": 45},
+    "full": {"lazy": 200, "flatten": 60, "dispatch": 20, "closure": 400, "compile": 120,
+             "e2e": 900, "pcache": 50, "memory": 150},
 }

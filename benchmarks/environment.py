@@ -71,11 +71,45 @@ def load_average() -> list[float] | None:
         return None
 
 
+def _host_memory_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def device_details(device: Any) -> dict[str, Any]:
+    """Kind, memory (``bytes_limit`` where the backend reports it: GPU, TPU) and the
+    platform version (CUDA/driver on GPU) of a JAX device."""
+    try:
+        stats = device.memory_stats() or {}
+    except Exception:  # CPU devices may raise or return None
+        stats = {}
+    try:
+        platform_version = device.client.platform_version
+    except Exception:
+        platform_version = None
+    return {"kind": device.device_kind, "platform": device.platform,
+            "memory_bytes": stats.get("bytes_limit"),
+            "memory_in_use_bytes": stats.get("bytes_in_use"),
+            "platform_version": platform_version}
+
+
+def git_commit() -> str | None:
+    """HEAD of the repository (read-only; no index refresh)."""
+    return _git_commit()
+
+
 def describe() -> dict[str, Any]:
     """Versions, backend and hardware of this run (imports jax)."""
     import jax
 
     devices = jax.devices()
+    first = device_details(devices[0])
     try:
         affinity = len(os.sched_getaffinity(0))
     except AttributeError:
@@ -92,6 +126,9 @@ def describe() -> dict[str, Any]:
         "processor": platform.processor() or None,
         "backend": jax.default_backend(),
         "device_kind": devices[0].device_kind,
+        "device_memory_bytes": first["memory_bytes"],
+        "device_platform_version": first["platform_version"],
+        "host_memory_bytes": _host_memory_bytes(),
         "devices": [str(d) for d in devices],
         "device_count": jax.device_count(),
         "local_device_count": jax.local_device_count(),

@@ -11,14 +11,15 @@ from typing import Any
 
 import jax
 
-from benchmarks import report
+from benchmarks import bench_e2e, bench_pcache, report
 from benchmarks.bench_compiled import bench_closure, bench_compile
+from benchmarks.bench_e2e import bench_e2e as run_e2e
 from benchmarks.bench_memory import bench_memory
 from benchmarks.bench_micro import bench_dispatch, bench_flatten, bench_lazy
-from benchmarks.bench_nuts import bench_nuts
-from benchmarks.config import BENCHMARKS, Profile
+from benchmarks.bench_pcache import bench_pcache as run_pcache
+from benchmarks.config import BENCHMARKS, PLANNED_SECONDS, Profile
 from benchmarks.environment import describe, load_average
-from benchmarks.timing import BenchResult, progress
+from benchmarks.timing import TRACKER, BenchResult, progress
 
 RUNNERS: dict[str, Callable[[Profile], BenchResult]] = {
     "lazy": bench_lazy,
@@ -26,28 +27,60 @@ RUNNERS: dict[str, Callable[[Profile], BenchResult]] = {
     "dispatch": bench_dispatch,
     "closure": bench_closure,
     "compile": bench_compile,
-    "nuts": bench_nuts,
+    "e2e": run_e2e,
+    "pcache": run_pcache,
     "memory": bench_memory,
 }
 assert list(RUNNERS) == list(BENCHMARKS)
 
+EXIT_OK, EXIT_ERROR, EXIT_SETUP, EXIT_TARGET = 0, 1, 2, 3
+"""Exit statuses: a benchmark raised (1), the backend is not the one asked for (2), a
+target failed (3, unless ``--no-strict``)."""
 
-def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: str) -> int:
-    """Run, report, and return the exit status (1 if any benchmark raised)."""
+
+def planned_steps(name: str, profile: Profile) -> int:
+    """How many progress steps benchmark ``name`` will take (an estimate where it depends
+    on what the catalog holds; corrected when the benchmark knows)."""
+    p = profile
+    if name == "lazy":
+        return 1 + (p.lazy_limit or 85)
+    if name == "flatten":
+        return (p.flatten_limit or 100) + 4
+    if name == "dispatch":
+        return len(p.dispatch_cases)
+    if name == "closure":
+        return len(p.mvn_dims) + len(p.tn_batches) + len(p.sbvm_batches)
+    if name == "compile":
+        return 2 + 3 * p.cold_reps
+    if name == "e2e":
+        return bench_e2e.steps(p)
+    if name == "pcache":
+        return bench_pcache.steps(p)
+    return 1
+
+
+def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: str,
+        strict: bool = True) -> tuple[int, dict[str, Any]]:
+    """Run, report, and return ``(exit status, results payload)``."""
     out.mkdir(parents=True, exist_ok=True)
     env = describe()
     if device not in ("auto", "cpu") and env["backend"] == "cpu":
         print(f"--device {device} requested but JAX's backend is cpu", file=sys.stderr)
-        return 2
-    progress(f"stabledist benchmarks, profile {profile.name}, backend {env['backend']} "
-             f"({env['device_kind']}, {env['device_count']} devices), jax "
-             f"{env['versions']['jax']}, numpyro {env['versions']['numpyro']}; "
-             f"output {out}")
+        return EXIT_SETUP, {}
+    planned = PLANNED_SECONDS.get(profile.name, PLANNED_SECONDS["default"])
+    TRACKER.set_plan({n: (planned_steps(n, profile), planned.get(n, 30.0)) for n in only})
+    TRACKER.start_heartbeat()
+    mem = env.get("device_memory_bytes")
+    progress(f"stabledist benchmarks, profile {profile.name}: {', '.join(only)}; backend "
+             f"{env['backend']} ({env['device_kind']}, {env['device_count']} device(s)"
+             + (f", {mem / 2**30:.1f} GiB" if mem else "") + f"), jax "
+             f"{env['versions']['jax']}, numpyro {env['versions']['numpyro']}; output {out}")
     t_start = time.perf_counter()
     results: list[BenchResult] = []
     payload: dict[str, Any] = {}
     for name in only:
-        progress(f"== {name}: {BENCHMARKS[name]}")
+        TRACKER.begin(name)
+        progress(TRACKER.line(f"== {name}: {BENCHMARKS[name]}"))
         t0 = time.perf_counter()
         try:
             result = RUNNERS[name](profile)
@@ -55,10 +88,11 @@ def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: 
             result = BenchResult(name=name, title=BENCHMARKS[name], unit="", variants={},
                                  nocache="", error=traceback.format_exc())
             progress(f"!! {name} failed:\n{result.error}")
+        TRACKER.end()
         result.seconds = time.perf_counter() - t0
         result.extra["load_average_after"] = load_average()  # how busy the machine was
         results.append(result)
-        progress(f"== {name} done in {result.seconds:.0f}s")
+        progress(TRACKER.line(f"== {name} done in {result.seconds:.0f}s"))
         payload = _payload(profile, command, env, results, t_start)
         report.write_json(out / "results.json", payload)  # partial results survive a crash
     plots = report.write_plots(out, results)
@@ -66,21 +100,27 @@ def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: 
     payload["plots"] = plots
     report.write_json(out / "results.json", payload)
     report.write_markdown(out / "report.md", payload, results, plots)
+    errors = [r.name for r in results if r.error]
+    failed = [t for t in payload["targets"] if t["passed"] is False]
+    status = EXIT_ERROR if errors else EXIT_TARGET if failed and strict else EXIT_OK
     print()
-    print("\n".join(report.table_lines(payload["summary"], markdown=False)))
+    print("\n".join(report.compact_lines(payload)))
     print()
-    print("\n".join(report.target_lines(payload["targets"])))
-    print()
-    print(f"wrote {out / 'results.json'}, {out / 'report.md'} and {len(plots)} plots "
-          f"({payload['seconds']:.0f}s)")
-    return 1 if any(r.error for r in results) else 0
+    verdict = (f"{len(errors)} benchmark(s) raised: {', '.join(errors)}" if errors else
+               f"{len(failed)} target(s) failed" if failed else "all targets passed")
+    print(f"{verdict}; exit status {status}"
+          + (" (--no-strict: failed targets do not fail the run)" if failed and not strict
+             and not errors else ""))
+    print(f"details: {out / 'report.md'} (results.json, {len(plots)} plots; "
+          f"{payload['seconds']:.0f} s)")
+    return status, payload
 
 
 def _payload(profile: Profile, command: str, env: dict[str, Any],
              results: Sequence[BenchResult], t_start: float) -> dict[str, Any]:
     rows = report.summary_rows(results)
     return {
-        "schema": 1,
+        "schema": 2,
         "command": command,
         "profile": profile.as_dict(),
         "environment": env,

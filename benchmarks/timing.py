@@ -12,6 +12,7 @@ import gc
 import math
 import statistics
 import sys
+import threading
 import time
 import timeit
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,9 +26,128 @@ Timed = Callable[[int], int]
 _T0 = time.perf_counter()
 
 
+class Tracker:
+    """Overall progress: "step k of n" and an estimate of the time left, on stderr.
+
+    Each benchmark declares its steps (:meth:`begin`) and starts each one (:meth:`step`); the
+    estimate scales the planned seconds of the remaining steps by how fast the finished ones
+    went. A daemon thread repeats the current line at least every ``heartbeat`` seconds, so
+    a long step (a cold compile, a NUTS run) is never silent."""
+
+    def __init__(self, heartbeat: float = 10.0) -> None:
+        self.plan: dict[str, tuple[int, float]] = {}  # bench -> (steps, planned seconds)
+        self.done: dict[str, int] = {}
+        self.bench = ""
+        self.label = ""
+        self.step_t0 = _T0
+        self.bench_t0 = _T0
+        self.finished_planned = 0.0  # planned seconds of finished steps
+        self.finished_actual = 0.0  # their actual seconds
+        self.heartbeat = heartbeat
+        self.last_print = time.perf_counter()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    # ---- plan
+    def set_plan(self, plan: Mapping[str, tuple[int, float]]) -> None:
+        self.plan = dict(plan)
+        self.done = dict.fromkeys(self.plan, 0)
+
+    def begin(self, bench: str, steps: int | None = None) -> None:
+        """Start benchmark ``bench`` (``steps``: its real step count, once known)."""
+        with self._lock:
+            self._close_step()
+            self.bench, self.label = bench, ""
+            self.bench_t0 = time.perf_counter()
+            if steps is not None:
+                self.resize(bench, steps)
+
+    def resize(self, bench: str, steps: int) -> None:
+        _, secs = self.plan.get(bench, (1, 10.0))
+        self.plan[bench] = (max(steps, 1), secs)
+        self.done.setdefault(bench, 0)
+
+    def step(self, label: str) -> None:
+        """Begin the next step of the current benchmark and print the progress line."""
+        with self._lock:
+            self._close_step()
+            self.label = label
+            self.step_t0 = time.perf_counter()
+            self.done[self.bench] = self.done.get(self.bench, 0) + 1
+        self._print(label)
+
+    def end(self) -> None:
+        with self._lock:
+            self._close_step()
+            n, _ = self.plan.get(self.bench, (0, 0.0))
+            self.done[self.bench] = n  # skipped steps count as done
+            self.label = ""
+            self.bench = ""  # between benchmarks: no heartbeat
+
+    def _close_step(self) -> None:
+        if self.label:
+            n, secs = self.plan.get(self.bench, (1, 0.0))
+            self.finished_planned += secs / max(n, 1)
+            self.finished_actual += time.perf_counter() - self.step_t0
+            self.label = ""
+
+    # ---- numbers
+    def counts(self) -> tuple[int, int]:
+        k = sum(min(self.done.get(b, 0), n) for b, (n, _) in self.plan.items())
+        return k, sum(n for n, _ in self.plan.values())
+
+    def eta(self) -> float:
+        """Seconds left: planned seconds of the steps not finished, times the observed
+        speed (actual/planned of the finished steps, clamped to 0.3-5)."""
+        left = 0.0
+        for b, (n, secs) in self.plan.items():
+            left += secs * max(n - self.done.get(b, 0), 0) / max(n, 1)
+        if self.label:  # the running step: what is left of its planned share
+            n, secs = self.plan.get(self.bench, (1, 0.0))
+            left += max(secs / max(n, 1) - (time.perf_counter() - self.step_t0), 0.0)
+        speed = 1.0
+        if self.finished_planned > 5:
+            speed = min(5.0, max(0.3, self.finished_actual / self.finished_planned))
+        return left * speed
+
+    def line(self, message: str) -> str:
+        k, n = self.counts()
+        eta = self.eta()
+        when = f"~{eta / 60:.0f} min left" if eta >= 90 else f"~{eta:.0f} s left"
+        return f"{k} of {n}, {when} | {message}" if n else message
+
+    def _print(self, message: str) -> None:
+        progress(self.line(message))
+
+    # ---- heartbeat
+    def start_heartbeat(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._beat, daemon=True,
+                                            name="bench-heartbeat")
+            self._thread.start()
+
+    def _beat(self) -> None:
+        while True:
+            time.sleep(1.0)
+            if time.perf_counter() - self.last_print >= self.heartbeat and self.bench:
+                running = time.perf_counter() - self.step_t0
+                what = self.label or self.bench
+                self._print(f"{what} (still running, {running:.0f} s)")
+
+
+TRACKER = Tracker()
+"""The run's progress tracker (the runner sets its plan; benchmarks call ``step``)."""
+
+
 def progress(message: str) -> None:
     """A progress line on stderr with the elapsed wall time of the run."""
     print(f"[{time.perf_counter() - _T0:7.1f}s] {message}", file=sys.stderr, flush=True)
+    TRACKER.last_print = time.perf_counter()
+
+
+def step(message: str) -> None:
+    """Start the next step of the running benchmark: a "k of n, ETA" progress line."""
+    TRACKER.step(message)
 
 
 @contextmanager
@@ -176,3 +296,24 @@ RATIO_PAIRS: tuple[tuple[str, str], ...] = (
     ("numpyro", "raw"),
 )
 """Ratios stored per case: ``numpyro/stabledist`` > 1 means stabledist is faster."""
+
+
+def host_device_split(call: Callable[[], Any], number: int) -> dict[str, float]:
+    """Median ns over ``number`` calls of the host part (until ``call()`` returns: Python,
+    dispatch, launching the device work) and of the device part (from then until
+    ``block_until_ready`` returns: the device finishing, synchronised). On CPU the device is
+    the host's own thread pool; on a GPU this is where the kernels run."""
+    import jax
+
+    host, device = [], []
+    with no_gc():
+        for _ in range(max(number, 1)):
+            t0 = time.perf_counter_ns()
+            out = call()
+            t1 = time.perf_counter_ns()
+            jax.block_until_ready(out)
+            t2 = time.perf_counter_ns()
+            host.append(t1 - t0)
+            device.append(t2 - t1)
+    return {"host_ns": statistics.median(host), "device_ns": statistics.median(device),
+            "n": len(host)}

@@ -19,7 +19,6 @@ from numpyro.distributions import biject_to, constraints, kl_divergence, transfo
 from stabledist.cache import cache_info, cached_lazy_property, clear_cache
 from stabledist.fork import (
     Distribution,
-    is_factory_name,
     is_stable,
     make_stable,
     mirror_all,
@@ -27,6 +26,8 @@ from stabledist.fork import (
     stable_class,
     wrap_factory,
 )
+from stabledist.internals import stable_internals, stable_internals_enabled, use_stable_internals
+from stabledist.introspect import is_factory_name
 from stabledist.submodules import mirror_submodules
 
 __version__ = "0.1.0"
@@ -69,6 +70,9 @@ __all__ = [
     "make_stable",
     "stabilize",
     "stable_class",
+    "stable_internals",
+    "stable_internals_enabled",
+    "use_stable_internals",
 ]
 del _namespace
 

@@ -9,14 +9,21 @@ weak reference, so:
 * the instance never changes: its pytree and ``vars()`` are the same whatever was read;
 * an entry disappears the moment its instance is garbage-collected;
 * a value is computed at most once per instance, also when several threads race for it;
-* a lazy value of a distribution with concrete parameters is computed eagerly (under
-  `jax.ensure_compile_time_eval`), even when first read inside ``jit``/``vmap``/``grad``,
-  cached, and enters the trace as a constant; a value that depends on tracers is returned
-  without being cached, so no tracer outlives its trace.
+* a lazy value of a distribution with concrete parameters is computed eagerly, op by op (under
+  `jax.ensure_compile_time_eval`), even when first read inside ``jit``/``vmap``/``grad``: it is
+  numpyro's eager value bit for bit, it is cached, and it enters the trace as a constant; a
+  value computed from tracers is returned without being cached, so no tracer outlives its
+  trace;
+* a value the constructor was *given* or computed as an alternative parametrization
+  (``MultivariateNormal(covariance_matrix=C)``) is *seeded*: it is state of that instance, kept
+  exactly (tracer or not, it lives and dies with the instance, as its leaves do), survives
+  `clear_cache`, and travels with copies and pickles; an instance rebuilt from the leaves
+  (``tree_unflatten``) recomputes it, as numpyro does.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Callable
@@ -30,12 +37,14 @@ from numpyro.distributions.util import lazy_property as _numpyro_lazy_property
 
 __all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", "clear_cache"]
 
-try:  # jax's own "no trace is active" test; absent in some future jax: always be careful then
+try:  # jax's own "no trace is active" test (no public equivalent that works inside a trace)
     from jax._src.core import trace_state_clean as _eager
-except ImportError:  # pragma: no cover
-
-    def _eager() -> bool:
-        return False
+except ImportError as error:  # pragma: no cover - a jax release stabledist has not seen
+    raise ImportError(
+        "stabledist needs jax._src.core.trace_state_clean to tell eager code from traced code; "
+        "this jax release does not have it. Install a jax version stabledist supports (see "
+        "README) or report this; guessing would silently change numerics."
+    ) from error
 
 
 T = TypeVar("T")
@@ -49,31 +58,17 @@ class CacheInfo(NamedTuple):
     values: int
 
 
-class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
-    """A weak reference that knows its cache key, so one bound method serves as every
-    entry's callback (as in WeakValueDictionary) instead of a closure per entry."""
-
-    __slots__ = ("key",)
-
-    def __new__(cls, obj: Any, callback: Any, key: int) -> _KeyedRef:
-        self = super().__new__(cls, obj, callback)
-        self.key = key
-        return self
-
-    def __init__(self, obj: Any, callback: Any, key: int) -> None:
-        super().__init__(obj, callback)
-
-
 class _Entry:
     """One live instance's bookkeeping: the per-property tables that hold its values, the lock
     that makes each computation happen once, and the weak reference whose callback drops it."""
 
-    __slots__ = ("lock", "ref", "tables")
+    __slots__ = ("lock", "ref", "seeded", "tables")
 
     def __init__(self) -> None:
         self.tables: dict[str, dict[int, Any]] = {}  # name -> the property's value table
         self.lock = threading.RLock()  # re-entrant: one lazy value may read another
         self.ref: weakref.ref[Any] | None = None
+        self.seeded: frozenset[str] = frozenset()  # names the constructor set
 
 
 class LazyValueCache:
@@ -95,17 +90,8 @@ class LazyValueCache:
         with self._lock:
             return self._tables.setdefault(name, {})
 
-    def get_or_compute(
-        self,
-        instance: T,
-        name: str,
-        compute: Callable[[T], Any],
-        compiled: Callable[[T], Any] | None = None,
-    ) -> Any:
-        """Return the value of ``name``, computing it once and caching it if it is concrete.
-
-        ``compiled`` (``jax.jit(compute)``) is used for the first read inside a trace.
-        """
+    def get_or_compute(self, instance: T, name: str, compute: Callable[[T], Any]) -> Any:
+        """Return the value of ``name``, computing it once and caching it if it is concrete."""
         table = self._tables.get(name) or self.table(name)
         entry = self._entry(instance)
         with entry.lock:
@@ -116,47 +102,51 @@ class LazyValueCache:
                 # eager: nothing to hoist; traced leaves: compute in the trace, as numpyro does
                 # (ensure_compile_time_eval there breaks e.g. shard_map's varying axes)
                 value = compute(instance)
-            else:
+            else:  # concrete leaves under a trace: numpyro's eager value, hoisted as a constant
                 with jax.ensure_compile_time_eval():
-                    value = _compiled_or_eager(instance, compute, compiled)
+                    value = compute(instance)
             if _is_concrete(value):
                 table[id(instance)] = value
                 entry.tables[name] = table
             return value
 
-    def adopt(self, instance: object, name: str, value: Any) -> bool:
-        """Take over a lazy value numpyro already cached in some ``__dict__`` (for a numpyro
-        instance being copied into its stable class). Traced values are refused."""
-        if not _is_concrete(value):
-            return False
+    def seed(self, instance: object, name: str, value: Any) -> None:
+        """Store ``value`` as state of ``instance`` given by its constructor (an alternative
+        parametrization): kept even if traced, since it lives exactly as long as the instance
+        and its leaves; read back as is; kept by `clear`."""
         table = self._tables.get(name) or self.table(name)
         entry = self._entry(instance)
         with entry.lock:
-            table.setdefault(id(instance), value)
+            table[id(instance)] = value
             entry.tables[name] = table
-        return True
+            entry.seeded = entry.seeded | {name}
+
+    def seeded(self, instance: object) -> dict[str, Any]:
+        """The values the constructor of ``instance`` set (empty if none)."""
+        entry = self._entries.get(id(instance))
+        if entry is None or not entry.seeded:
+            return {}
+        key = id(instance)
+        return {name: entry.tables[name][key] for name in entry.seeded}
 
     def cached(self, instance: object) -> dict[str, Any]:
-        """A copy of the values cached for ``instance`` (empty if none)."""
+        """A copy of the values held for ``instance``, seeded or computed (empty if none)."""
         entry = self._entries.get(id(instance))
         if entry is None:
             return {}
         key = id(instance)
         return {name: table[key] for name, table in entry.tables.items() if key in table}
 
-    def discard(self, instance: object) -> None:
-        """Forget everything cached for ``instance``."""
-        entry = self._entries.pop(id(instance), None)
-        if entry is not None:
-            for table in entry.tables.values():
-                table.pop(id(instance), None)
-
     def clear(self) -> None:
-        """Forget everything (live instances recompute on their next read)."""
+        """Forget every computed value (live instances recompute on their next read); values
+        a constructor seeded are instance state and stay."""
         with self._lock:
-            self._entries.clear()
-            for table in self._tables.values():
-                table.clear()
+            for key, entry in list(self._entries.items()):
+                with entry.lock:
+                    for name in [n for n in entry.tables if n not in entry.seeded]:
+                        entry.tables.pop(name).pop(key, None)
+                if not entry.tables:
+                    del self._entries[key]
 
     def info(self) -> CacheInfo:
         return CacheInfo(len(self._entries), sum(len(t) for t in list(self._tables.values())))
@@ -171,7 +161,7 @@ class LazyValueCache:
             if entry is None:
                 entry = _Entry()
                 try:
-                    entry.ref = _KeyedRef(instance, self._drop, key)
+                    entry.ref = weakref.ref(instance, functools.partial(self._drop, key))
                 except TypeError:
                     raise TypeError(
                         f"{type(instance).__name__} instances cannot be weakly referenced "
@@ -181,13 +171,13 @@ class LazyValueCache:
                 self._entries[key] = entry
             return entry
 
-    def _drop(self, ref: _KeyedRef) -> None:
+    def _drop(self, key: int, ref: weakref.ref[Any]) -> None:
         entries = self._entries
-        entry = entries.get(ref.key)
+        entry = entries.get(key)
         if entry is not None and entry.ref is ref:
-            del entries[ref.key]
+            del entries[key]
             for table in entry.tables.values():
-                table.pop(ref.key, None)
+                table.pop(key, None)
 
 
 _CONCRETE_TYPES = frozenset({float, int, bool, np.ndarray, type(jnp.zeros(()))})
@@ -199,24 +189,6 @@ def _is_concrete(value: Any) -> bool:
     if isinstance(value, Tracer):
         return False
     return not any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(value))
-
-
-def _compiled_or_eager(
-    instance: Any, compute: Callable[[Any], Any], compiled: Callable[[Any], Any] | None
-) -> Any:
-    """Under a trace, for an instance whose leaves are all concrete: run the lazy property
-    as one compiled function (one XLA compile per class and shape, instead of one per
-    primitive when evaluated op by op). Falls back to op-by-op evaluation for anything jit
-    cannot take (Python control flow on values, non-array results, a numpyro error)."""
-    if compiled is not None:
-        try:
-            value = compiled(instance)
-        except Exception:  # any failure: evaluate op by op instead
-            pass
-        else:
-            if _is_concrete(value):
-                return value
-    return compute(instance)
 
 
 CACHE = LazyValueCache()
@@ -251,12 +223,11 @@ class cached_lazy_property(_numpyro_lazy_property, Generic[T]):  # noqa: N801 - 
     def _bind(self, name: str) -> None:
         self.name = name
         self._values = CACHE.table(name)
-        self._compiled = jax.jit(self.wrapped)
 
     def __get__(self, instance: Any, obj_type: type | None = None) -> Any:
         if instance is None:
             return self
         value = self._values.get(id(instance), _MISSING)
         if value is _MISSING:
-            return CACHE.get_or_compute(instance, self.name, self.wrapped, self._compiled)
+            return CACHE.get_or_compute(instance, self.name, self.wrapped)
         return value

@@ -6,77 +6,111 @@ for ``X`` = ``numpyro.distributions.LogNormal`` and for ``stabledist.Transformed
 Creating ``S`` (see `Distribution.__init_subclass__`):
 
 * replaces every numpyro ``lazy_property`` visible on ``S`` by a
-  `stabledist.cache.cached_lazy_property` over the same function;
-* computes the class's `stabledist.pytree.FieldTable` once and registers ``S`` with
-  JAX with key paths.
+  `stabledist.cache.cached_lazy_property` over the same function, and adds the derived
+  attributes of `stabledist.known_classes.DERIVED_ATTRIBUTES` as lazy properties;
+* computes the class's `stabledist.pytree.FieldTable` once and registers ``S`` with JAX with
+  key paths (or with the class's own ``tree_flatten`` when a user wrote one).
 
-numpyro builds inner distributions (``LogNormal``'s base ``Normal``, ``StudentT``'s ``Chi2``,
-``.to_event()``'s ``Independent``) from its own module globals, so after every construction
-the new instance *adopts* them: each numpyro distribution it holds is replaced by a stable
-copy with the same ``__dict__`` (never mutating an object a user passed in). Numbers are
-untouched: every method that runs is numpyro's own.
+After every construction the new instance is *settled*: a lazy value its constructor stored
+(an alternative parametrization such as ``covariance_matrix=``) moves from ``__dict__`` to the
+cache as a seeded value, so the tree is the same whatever the constructor was given; and each
+numpyro distribution it holds (numpyro builds inner distributions from its own module globals:
+``LogNormal``'s base ``Normal``, ``.to_event()``'s ``Independent``) is replaced by a stable
+copy with the same state, never mutating an object a user passed in. Numbers are untouched:
+every method that runs is numpyro's own.
+
+Per-class state lives in registries keyed weakly by class (here and in `stabledist.pytree`),
+never in attributes of the classes.
 """
 
 from __future__ import annotations
 
-import inspect
+import functools
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-import numpyro.distributions as _nd
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
-from numpyro.distributions.distribution import DistributionMeta
+from numpyro.distributions.distribution import DistributionMeta, MaskedDistribution
 from numpyro.distributions.util import lazy_property
 
 from stabledist.cache import CACHE, cached_lazy_property
-from stabledist.known_classes import EXTRA_FIELDS, HYBRID_FIELDS
-from stabledist.pytree import StaticTest, field_table, register
+from stabledist.introspect import is_numpyro_class
+from stabledist.known_classes import DERIVED_ATTRIBUTES, EXTRA_FIELDS, HYBRID_FIELDS
+from stabledist.pytree import StaticTest, field_table, pytree_of, register
 
 __all__ = ["Distribution", "is_stable", "make_stable", "stabilize", "stable_class"]
 
 D = TypeVar("D", bound=type)
 
-_GENERATED = "__stable_generated__"  # names a stable class's namespace holds only by resolution
 _mirrors: dict[type, type] = {}  # numpyro (or user) class -> its stable subclass
 _mirrors_lock = threading.RLock()
 
 
+@dataclass(frozen=True)
+class _ClassInfo:
+    """What the fork computed once for a stable class."""
+
+    names: frozenset[str]  # data and aux fields: what an instance's __dict__ may hold
+    lazy: frozenset[str]  # names resolving to cached lazy properties: seeded when set
+    generated: frozenset[str]  # names the class holds only to restore MRO precedence
+
+
+_CLASSES: weakref.WeakKeyDictionary[type, _ClassInfo] = weakref.WeakKeyDictionary()
+
+
 class StableMeta(DistributionMeta):
-    """After numpyro's constructor ran, the new instance adopts the distributions it holds."""
+    """After numpyro's constructor ran, the new instance is settled (see the module doc)."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - a metaclass
         instance = super().__call__(*args, **kwargs)
         if isinstance(instance, Distribution):
             _adopt_children(instance)
-            if not instance.__dict__.keys() <= cls.__stable_names__:
-                _warn_undeclared(cls, instance)
+            _settle(instance)
         return instance
 
 
-_warned: set[type] = set()
+def _settle(d: Any) -> None:
+    """Move lazy values a constructor stored in ``d.__dict__`` to the cache (hot: every
+    construction; one set comparison when there is nothing to move)."""
+    info = _CLASSES[type(d)]
+    state = d.__dict__
+    if state.keys() <= info.names:
+        return
+    for name in state.keys() & info.lazy:
+        CACHE.seed(d, name, state.pop(name))
+    if not state.keys() <= info.names:
+        _warn_undeclared(type(d), d, info)
 
 
-def _warn_undeclared(cls: type, instance: Any) -> None:
+_warned: weakref.WeakSet[type] = weakref.WeakSet()
+
+
+def _warn_undeclared(cls: type, instance: Any, info: _ClassInfo) -> None:
     """Once per class: attributes outside the field table do not survive tree_unflatten."""
     if cls in _warned:
         return
     _warned.add(cls)
-    extra = sorted(instance.__dict__.keys() - cls.__stable_names__)
+    extra = sorted(instance.__dict__.keys() - info.names)
     warnings.warn(
         f"{cls.__qualname__} sets attribute(s) {extra} that are not pytree fields, so "
         "tree_unflatten (jit, vmap, scan, ...) drops them; declare them in "
         "pytree_data_fields (arrays, distributions) or pytree_aux_fields (static values)",
         UserWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
 
 
 def _build_stable_class(cls: type) -> None:
-    """Make ``cls`` (a new subclass of `Distribution`) stable: lazy values to the
-    cache, field table computed once, pytree registered with key paths."""
-    _check_coverable(cls)
+    """Make ``cls`` (a new subclass of `Distribution`) stable: lazy values to the cache, field
+    table computed once, pytree registered."""
+    own = _own_pytree_methods(cls)
+    derived = _derived_attributes(cls)
+    for name, compute in derived.items():
+        setattr(cls, name, cached_lazy_property(compute, name))
     generated: set[str] = set()
     lazy_names = {
         name
@@ -84,7 +118,7 @@ def _build_stable_class(cls: type) -> None:
         for name, attr in vars(base).items()
         if isinstance(attr, lazy_property)
     }
-    for name in sorted(lazy_names):
+    for name in sorted(lazy_names - set(derived)):
         owner, attr = _resolve(cls, name)
         if isinstance(attr, lazy_property) and not isinstance(attr, cached_lazy_property):
             setattr(cls, name, cached_lazy_property(attr.wrapped, name))
@@ -94,49 +128,134 @@ def _build_stable_class(cls: type) -> None:
             # the cached_lazy_property that a stable base generated for that name
             setattr(cls, name, attr)
             generated.add(name)
-    setattr(cls, _GENERATED, frozenset(generated))
     hybrid: dict[str, StaticTest] = {}
     extra: dict[str, list[str]] = {"data": [], "aux": [], "list_aux": []}
     for base in reversed(cls.__mro__):
-        if _is_numpyro(base):
+        if is_numpyro_class(base):
             hybrid.update(HYBRID_FIELDS.get(base.__name__, {}))
             for kind, names in EXTRA_FIELDS.get(base.__name__, {}).items():
                 extra[kind].extend(names)
         hybrid.update(vars(base).get("pytree_hybrid_fields", {}))
-    table = field_table(cls, hybrid, extra["data"], extra["aux"], extra["list_aux"])
-    register(cls, table)
-    cls.__stable_names__ = frozenset((*table.data, *table.aux))
+    table = field_table(
+        cls, hybrid, extra["data"], extra["aux"], extra["list_aux"], derived=tuple(derived)
+    )
+    if own is not None:
+        own = (_checked_own_flatten(cls, own[0]), own[1])
+    register(cls, table, own)
+    lazy = frozenset(n for n in lazy_names | set(derived)
+                     if isinstance(getattr(cls, n, None), cached_lazy_property))
+    _CLASSES[cls] = _ClassInfo(frozenset((*table.data, *table.aux)), lazy, frozenset(generated))
+
+
+def _derived_attributes(cls: type) -> dict[str, Callable[[Any], Any]]:
+    """`DERIVED_ATTRIBUTES` of the numpyro classes ``cls`` derives from, except names numpyro
+    itself declares as data fields (those stay leaves, as in numpyro)."""
+    declared = {
+        name
+        for base in cls.__mro__
+        if is_numpyro_class(base)
+        for name in vars(base).get("pytree_data_fields", ())
+    }
+    derived: dict[str, Callable[[Any], Any]] = {}
+    for base in reversed(cls.__mro__):
+        if is_numpyro_class(base):
+            for name, compute in DERIVED_ATTRIBUTES.get(base.__name__, {}).items():
+                if name not in declared:
+                    derived[name] = compute
+    return derived
 
 
 def _resolve(cls: type, name: str) -> tuple[type, Any]:
     """The attribute ``name`` of ``cls`` ignoring what stable classes only re-exposed."""
     for base in cls.__mro__:
-        if name in vars(base) and name not in vars(base).get(_GENERATED, ()):
+        info = _CLASSES.get(base)
+        if name in vars(base) and (info is None or name not in info.generated):
             return base, vars(base)[name]
     raise AttributeError(name)  # pragma: no cover - names come from the MRO
 
 
-def _is_numpyro(cls: type) -> bool:
-    return cls.__module__.startswith("numpyro.")
+_OWN_METHODS = ("tree_flatten", "tree_unflatten")
 
 
-def _check_coverable(cls: type) -> None:
-    """Fail loudly for a class whose pytree stabledist cannot derive from its declarations."""
+def _own_pytree_methods(cls: type) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """A user class's own ``(tree_flatten, tree_unflatten)``, which JAX should call for
+    ``cls``; ``None`` when the field table describes the class.
+
+    numpyro classes with their own methods are the hybrid ones of `HYBRID_FIELDS`, which the
+    table handles; any other numpyro class with its own methods makes the import fail rather
+    than be flattened wrongly.
+    """
     for base in cls.__mro__:
-        if base is _NumpyroDistribution or not issubclass(base, _NumpyroDistribution):
+        if base in _fork_bases() or base is _NumpyroDistribution:
             continue
-        if _GENERATED in vars(base):  # stable already
+        custom = set(_OWN_METHODS) & set(vars(base))
+        if not custom:
             continue
-        custom = {"tree_flatten", "tree_unflatten"} & set(vars(base))
-        known = _is_numpyro(base) and base.__name__ in HYBRID_FIELDS
-        if custom and not known and "pytree_hybrid_fields" not in vars(base):
+        if is_numpyro_class(base):
+            if base.__name__ in HYBRID_FIELDS:
+                return None
             raise TypeError(
                 f"{base.__module__}.{base.__qualname__} defines its own "
-                f"{'/'.join(sorted(custom))}; stabledist derives pytrees from "
-                "pytree_data_fields / pytree_aux_fields and cannot keep that one stable. "
-                "Declare the fields instead (and pytree_hybrid_fields for fields that are "
-                "sometimes static), or report this if it is a numpyro class new to stabledist."
+                f"{'/'.join(sorted(custom))}, which stabledist does not know; please report "
+                "this numpyro class (new to stabledist) so that it can be covered"
             )
+        if base is not cls:  # a mirror: the user's methods must win over Distribution's
+            for name in _OWN_METHODS:
+                setattr(cls, name, _method_skipping_fork(cls, name))
+        return cls.tree_flatten, cls.tree_unflatten
+    return None
+
+
+def _fork_bases() -> tuple[type, ...]:
+    """The fork's own generic bases (while `Distribution` itself is being made, not yet it)."""
+    return tuple(c for c in (globals().get("Distribution"), _SkipNumpyroRegistration) if c)
+
+
+def _method_skipping_fork(cls: type, name: str) -> Any:
+    """``name`` as ``cls``'s MRO resolves it, ignoring the fork's generic `Distribution`."""
+    for base in cls.__mro__:
+        if base not in _fork_bases() and name in vars(base):
+            return vars(base)[name]
+    raise AttributeError(name)  # pragma: no cover - numpyro's Distribution defines both
+
+
+def _checked_own_flatten(cls: type, flatten: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A user's flatten, checked on its first call for an instance of exactly ``cls``: a lazy
+    value returned as a leaf, or a set (ordered by ``PYTHONHASHSEED``), warns."""
+    checked = False
+
+    def flatten_checked(d: Any) -> Any:
+        nonlocal checked
+        children, aux = flatten(d)
+        if not checked and type(d) is cls:
+            checked = True
+            _check_own_flatten(cls, d, children, aux)
+        return children, aux
+
+    return flatten_checked
+
+
+def _check_own_flatten(cls: type, d: Any, children: Any, aux: Any) -> None:
+    cached = {id(v): name for name, v in CACHE.cached(d).items()}
+    lazy = sorted({cached[id(c)] for c in children if id(c) in cached})
+    if lazy:
+        warnings.warn(
+            f"{cls.__qualname__}.tree_flatten returns the lazy value(s) {lazy} as leaves: "
+            "they are derived from other leaves, so a tree_map would let them disagree; "
+            "return the parametrization only (stabledist keeps lazy values in its cache)",
+            UserWarning,
+            stacklevel=4,
+        )
+    parts = (children, aux, *(aux if isinstance(aux, tuple | list) else ()))
+    unordered = [type(x).__name__ for x in parts if isinstance(x, set | frozenset)]
+    if unordered:
+        warnings.warn(
+            f"{cls.__qualname__}.tree_flatten returns a {unordered[0]}: its order follows "
+            "PYTHONHASHSEED, so the pytree differs between processes; return a tuple in a "
+            "fixed order (gather_pytree_data_fields() is ordered on stable classes)",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def stable_class(cls: type[Any]) -> type[Any]:
@@ -158,7 +277,7 @@ def stable_class(cls: type[Any]) -> type[Any]:
             )
             bases = bases or (Distribution,)
             module = cls.__module__
-            if _is_numpyro(cls):
+            if is_numpyro_class(cls):
                 module = "stabledist." + module.rpartition(".")[2]
             namespace = {
                 "__module__": module,
@@ -175,9 +294,10 @@ def make_stable(cls: D, *, hybrid: Mapping[str, StaticTest] | None = None) -> D:
 
     Use it as a decorator (``@stabledist.make_stable``) or a call. The result has the same
     constructor, is a subclass of ``cls``, caches ``lazy_property`` values externally and has
-    a stable, key-path pytree built from ``pytree_data_fields`` / ``pytree_aux_fields`` (or
-    ``arg_constraints``). ``hybrid`` names fields that are static when ``test(d, value)``.
-    Subclasses of `stabledist.Distribution` are stable already.
+    a stable pytree: built from ``pytree_data_fields`` / ``pytree_aux_fields`` (or
+    ``arg_constraints``) with key paths, or the class's own ``tree_flatten`` /
+    ``tree_unflatten`` if it defines them. ``hybrid`` names fields that are static when
+    ``test(d, value)``. Subclasses of `stabledist.Distribution` are stable already.
     """
     if not (isinstance(cls, type) and issubclass(cls, _NumpyroDistribution)):
         raise TypeError(f"make_stable expects a numpyro Distribution subclass, got {cls!r}")
@@ -185,7 +305,7 @@ def make_stable(cls: D, *, hybrid: Mapping[str, StaticTest] | None = None) -> D:
         if issubclass(cls, Distribution) or cls in _mirrors:
             raise TypeError(f"{cls.__qualname__} is already stable; declare hybrid fields "
                             "as the class attribute pytree_hybrid_fields instead")
-        cls.pytree_hybrid_fields = dict(hybrid)  # type: ignore[attr-defined]
+        setattr(cls, "pytree_hybrid_fields", dict(hybrid))  # noqa: B010 - on a user class
     return cast(D, stable_class(cls))
 
 
@@ -196,20 +316,16 @@ def is_stable(d: object) -> bool:
 
 def stabilize(value: Any) -> Any:
     """A stable version of ``value``: stable distributions and non-distributions unchanged,
-    a numpyro distribution copied (same ``__dict__``) into its stable class, lists and tuples
-    of distributions stabilized element-wise."""
+    a numpyro distribution copied (same state) into its stable class, lists and tuples of
+    distributions stabilized element-wise."""
     if isinstance(value, _NumpyroDistribution):
         if isinstance(value, Distribution):
             return value
         cls = stable_class(type(value))
-        copy = cls.__new__(cls)
-        state = copy.__dict__
-        state.update(value.__dict__)
-        for name in state.keys() - cls.__stable_names__:
-            # a value numpyro's lazy_property cached before we got the instance: to the cache
-            if isinstance(getattr(cls, name, None), cached_lazy_property):
-                CACHE.adopt(copy, name, state.pop(name))
+        copy = cast(Any, cls).__new__(cls)
+        vars(copy).update(vars(value))
         _adopt_children(copy)
+        _settle(copy)  # lazy values numpyro stored (its constructor's or a read's): seeded
         return copy
     if type(value) in (list, tuple) and any(isinstance(v, _NumpyroDistribution) for v in value):
         return type(value)(stabilize(v) for v in value)
@@ -218,7 +334,7 @@ def stabilize(value: Any) -> Any:
 
 def _adopt_children(d: Distribution) -> None:
     """Replace the numpyro distributions ``d`` holds by stable copies (hot: every construction)."""
-    state = d.__dict__
+    state = vars(d)
     for name, value in state.items():
         if isinstance(value, _NumpyroDistribution):
             if not isinstance(value, Distribution):
@@ -240,9 +356,7 @@ def mirror_all() -> dict[str, type]:
     while pending:
         cls = pending.pop()
         for sub in cls.__subclasses__():
-            if sub not in seen and _is_numpyro(sub) and sub.__module__.startswith(
-                "numpyro.distributions"
-            ):
+            if sub not in seen and is_numpyro_class(sub):
                 seen.add(sub)
                 pending.append(sub)
     found["Distribution"] = Distribution
@@ -252,23 +366,8 @@ def mirror_all() -> dict[str, type]:
     return found
 
 
-def is_factory_name(name: str) -> bool:
-    """Public callables of numpyro.distributions that build distributions but are not classes."""
-    obj = getattr(_nd, name)
-    return (
-        callable(obj)
-        and not inspect.isclass(obj)
-        and not inspect.ismodule(obj)
-        and name not in NOT_FACTORIES
-    )
-
-
-NOT_FACTORIES = frozenset({"biject_to", "kl_divergence"})
-
-
 def wrap_factory(factory: Callable[..., Any]) -> Callable[..., Any]:
     """``factory`` returning stable distributions, same signature and docs."""
-    import functools
 
     @functools.wraps(factory)
     def stable_factory(*args: Any, **kwargs: Any) -> Any:
@@ -290,7 +389,9 @@ class _SkipNumpyroRegistration(_NumpyroDistribution):
 class Distribution(_SkipNumpyroRegistration, _NumpyroDistribution, metaclass=StableMeta):
     """Base of every stable distribution; subclass it as you would numpyro's ``Distribution``.
 
-    Overrides only what returns new distributions, so that they are stable too.
+    Overrides what returns new distributions (so that they are stable too), the pytree
+    methods (ordered, from the class's field table), and what must see values the constructor
+    was given even though they live in the cache (`get_args`, copies and pickles).
     """
 
     def expand(self, batch_shape: Sequence[int]) -> _NumpyroDistribution:
@@ -302,5 +403,52 @@ class Distribution(_SkipNumpyroRegistration, _NumpyroDistribution, metaclass=Sta
     def to_event(self, reinterpreted_batch_ndims: int | None = None) -> _NumpyroDistribution:
         return stabilize(super().to_event(reinterpreted_batch_ndims))
 
-    def mask(self, mask: Any) -> _NumpyroDistribution:
+    def mask(self, mask: Any) -> MaskedDistribution:
         return stabilize(super().mask(mask))
+
+    def get_args(self) -> dict[str, Any]:
+        """numpyro's ``get_args``: the parameters given or stored at construction, never
+        the lazy values read since (numpyro's answer grows with every read)."""
+        seeded = CACHE.seeded(self)
+        cls = type(self)
+        return {
+            param: getattr(self, param)
+            for param in self.arg_constraints
+            if param in self.__dict__
+            or param in seeded
+            or not isinstance(getattr(cls, param), lazy_property)
+        }
+
+    def __getstate__(self) -> Any:
+        """Copies and pickles carry the values the constructor was given (as numpyro's
+        ``__dict__`` does), not the lazy values read since."""
+        seeded = CACHE.seeded(self)
+        return (self.__dict__, seeded) if seeded else self.__dict__
+
+    def __setstate__(self, state: Any) -> None:
+        seeded: dict[str, Any] = {}
+        if isinstance(state, tuple):
+            state, seeded = state
+        vars(self).update(state)
+        for name, value in seeded.items():
+            CACHE.seed(self, name, value)
+
+    def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """``(leaves, aux)`` by the class's field table, in declaration order."""
+        return pytree_of(type(self)).flatten(self)
+
+    @classmethod
+    def tree_unflatten(cls, aux_data: tuple[Any, ...], params: tuple[Any, ...]) -> Any:
+        """Rebuild from `tree_flatten` output; malformed input raises a clear error."""
+        return pytree_of(cls).checked_unflatten(aux_data, params)
+
+    @classmethod
+    def gather_pytree_data_fields(cls) -> tuple[str, ...]:
+        """numpyro's data fields of the class, in declaration order (numpyro's is a set)."""
+        return pytree_of(cls).table.data
+
+    @classmethod
+    def gather_pytree_aux_fields(cls) -> tuple[str, ...]:
+        """The aux fields of the class, in a fixed order."""
+        table = pytree_of(cls).table
+        return table.aux + tuple(table.hybrid)

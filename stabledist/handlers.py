@@ -1,21 +1,22 @@
 """Effect handlers: numpyro's handlers, with a ``seed`` that keeps no RNG state between calls.
 
 numpyro's `numpyro.handlers.seed` stores the running key on the handler object
-(``self.rng_key`` is split and reassigned for every sample site). An object that is kept
-around (``seeded = seed(model, key)`` at module level) and traced more than once -- model
-inspection followed by ``jax.jit``, ``jax.vmap(svi.init)`` over a blocked autoguide -- can then
+(`self.rng_key` is split and reassigned for every sample site). An object that is kept
+around (`seeded = seed(model, key)` at module level) and traced more than once -- model
+inspection followed by `jax.jit`, `jax.vmap(svi.init)` over a blocked autoguide -- can then
 end up holding a tracer from an earlier trace, which is a tracer leak.
 
-`seed` here is a subclass of numpyro's, so ``isinstance`` checks and numpyro internals
-keep working, but the running key lives in the call (or the ``with`` block), not the object:
+`seed` here is a subclass of numpyro's, so `isinstance` checks and numpyro internals
+keep working, but the running key lives in the call (or the `with` block), not the object:
 
-* ``seeded(*args)`` runs on a fresh copy of the handler that starts from the key it was given,
+- `seeded(*args)` runs on a fresh copy of the handler that starts from the key it was given,
   so every call draws the same values and the object can be traced any number of times;
-* ``with handler: ...`` advances ``handler.rng_key`` inside the block exactly as numpyro does
+- `with handler: ...` advances `handler.rng_key` inside the block exactly as numpyro does
   and restores it on exit, so a handler object reused for several blocks starts each block
   from the same key.
 
-Every other public handler is re-exported unchanged from `numpyro.handlers`.
+Every other public handler of `numpyro.handlers` (`trace`, `condition`, `substitute`, ...) is
+re-exported unchanged, so `stabledist.handlers` is a drop-in replacement for it.
 """
 
 from __future__ import annotations
@@ -24,18 +25,34 @@ import copy
 import functools
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.handlers as _numpyro_handlers
 from jax import random
+from numpyro.handlers import (
+    block,
+    collapse,
+    condition,
+    do,
+    infer_config,
+    lift,
+    mask,
+    reparam,
+    replay,
+    scale,
+    scope,
+    substitute,
+    trace,
+    uncondition,
+)
 from numpyro.util import is_prng_key
 
-RngSeed = int | np.integer | np.ndarray | jax.Array | None
-"""What ``seed`` accepts: an int (or 0-d integer array), a PRNG key (typed ``jax.random.key`` or
-legacy uint32 ``jax.random.PRNGKey``), or None (the handler then supplies no keys)."""
+RngSeed: TypeAlias = int | np.integer | np.ndarray | jax.Array | None
+"""What `seed` accepts: an int (or 0-d integer array), a PRNG key (typed `jax.random.key` or
+legacy uint32 `jax.random.PRNGKey`), or None (the handler then supplies no keys)."""
 
 _SEED_HELP = (
     "an int, a 0-d integer array, a single PRNG key (jax.random.key(...) or a legacy "
@@ -53,10 +70,10 @@ def _describe(value: Any) -> str:
 
 
 def _to_prng_key(rng_seed: RngSeed) -> jax.Array | None:
-    """Turn ``rng_seed`` into a key (or None) the way numpyro does, with a clear error if it
+    """Turn `rng_seed` into a key (or None) the way numpyro does, with a clear error if it
     cannot be one -- a float seed or a batch of keys is a bug, not something to coerce."""
     if rng_seed is None or is_prng_key(rng_seed):
-        return rng_seed
+        return cast("jax.Array | None", rng_seed)
     if isinstance(rng_seed, (int, np.integer)):  # bool included, as in numpyro
         return random.key(rng_seed)
     if isinstance(rng_seed, (np.ndarray, jax.Array)):
@@ -73,18 +90,36 @@ def _to_prng_key(rng_seed: RngSeed) -> jax.Array | None:
 
 
 class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's handler
-    """Seed the sample sites of ``fn`` from ``rng_seed``, without keeping RNG state between calls.
+    """Seed the sample sites of `fn` from `rng_seed`, without keeping RNG state between calls.
 
     Same signature and per-site key splitting as `numpyro.handlers.seed` (so the draws of
-    a call are bit-identical to a fresh numpyro ``seed(fn, rng_seed)``), but each call of the
-    wrapped callable starts again from ``rng_seed`` and a ``with`` block restores ``rng_key``
-    on exit. That makes a seeded model safe to keep globally and to trace under ``jax.jit``,
-    ``jax.vmap``, ``jax.grad`` or model inspection any number of times.
+    a call are bit-identical to a fresh numpyro `seed(fn, rng_seed)`), but each call of the
+    wrapped callable starts again from `rng_seed` and a `with` block restores `rng_key`
+    on exit. That makes a seeded model safe to keep globally and to trace under `jax.jit`,
+    `jax.vmap`, `jax.grad` or model inspection any number of times.
 
-    :param fn: Python callable with NumPyro primitives (omit to use as context manager or
-        decorator).
-    :param rng_seed: an int, a 0-d integer array, a PRNG key, or None (no keys are supplied).
-    :param hide_types: optional list of site types to skip seeding, e.g. ``['plate']``.
+    Args:
+        fn: Python callable with NumPyro primitives (omit to use as context manager or
+            decorator).
+        rng_seed: an int, a 0-d integer array, a PRNG key, or None (no keys are supplied).
+        hide_types: optional list of site types to skip seeding, e.g. `['plate']`.
+
+    Raises:
+        TypeError: `rng_seed` is none of the above (a float, a batch of keys, ...).
+
+    Example:
+        ```python
+        import jax
+        import numpyro
+        import stabledist as dist
+        from stabledist.handlers import seed
+
+        def model():
+            return numpyro.sample("x", dist.Normal(0.0, 1.0))
+
+        seeded = seed(model, rng_seed=0)
+        assert jax.jit(seeded)() == seeded()  # no key kept between calls or traces
+        ```
     """
 
     def __init__(
@@ -99,11 +134,11 @@ class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's hand
 
     @property
     def _given_rng_key(self) -> jax.Array | None:
-        """The key calls start from: ``rng_key`` at rest, i.e. outside of any ``with`` block."""
+        """The key calls start from: `rng_key` at rest, i.e. outside of any `with` block."""
         return self._entry_rng_keys[0] if self._entry_rng_keys else self.rng_key
 
     def __enter__(self) -> None:
-        # Remember the key at entry; ``__exit__`` puts it back, so the block leaves no state.
+        # Remember the key at entry; `__exit__` puts it back, so the block leaves no state.
         self._entry_rng_keys.append(self.rng_key)
         try:
             return super().__enter__()
@@ -124,7 +159,7 @@ class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's hand
             self.rng_key = self._entry_rng_keys.pop()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Run ``fn`` under a private copy of this handler, so the call's state dies with it."""
+        """Run `fn` under a private copy of this handler, so the call's state dies with it."""
         if self.fn is None:
             # Decorator use: ``@seed(rng_seed=0)``.
             if len(args) != 1 or kwargs or not callable(args[0]):
@@ -143,16 +178,30 @@ class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's hand
             return handler.fn(*args, **kwargs)
 
 
-# Everything numpyro exports, unchanged, except ``seed`` (derived, so new handlers follow).
-_REEXPORTED: list[str] = [name for name in _numpyro_handlers.__all__ if name != "seed"]
-globals().update({name: getattr(_numpyro_handlers, name) for name in _REEXPORTED})
-
-__all__ = ["seed"]
-__all__.extend(_REEXPORTED)
+# numpyro's other handlers, unchanged. Imported by name (not copied in a loop) so that type
+# checkers and the API reference see them; tests/test_handlers.py checks that the list is
+# numpyro.handlers.__all__ without `seed`, so a new numpyro handler is not missed.
+__all__ = [
+    "seed",
+    "block",
+    "collapse",
+    "condition",
+    "do",
+    "infer_config",
+    "lift",
+    "mask",
+    "reparam",
+    "replay",
+    "scale",
+    "scope",
+    "substitute",
+    "trace",
+    "uncondition",
+]
 
 
 def __getattr__(name: str) -> Any:
-    """Fall back to `numpyro.handlers` for anything else (e.g. ``Messenger``), so this
+    """Fall back to `numpyro.handlers` for anything else (e.g. `Messenger`), so this
     module is a drop-in replacement for it."""
     try:
         return getattr(_numpyro_handlers, name)

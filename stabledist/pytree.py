@@ -5,13 +5,19 @@ the leaf order follows ``PYTHONHASHSEED`` and each flatten pays for the walk. He
 gets a `FieldTable` once, when the class is created, in declaration order (base classes
 first, then each class's ``pytree_data_fields`` or ``arg_constraints`` in the order written), and
 flatten/unflatten are generated for that table (straight-line code, as dataclasses generates
-``__init__``), with general closures for unusual instances. Leaves are constructor state
-only: lazy values live in `stabledist.cache`, so reading them can never change the tree.
+``__init__``), with general closures for unusual instances. Leaves are exactly numpyro's
+declared data fields, the parametrization: lazy values, including alternative
+parametrizations a constructor received (``covariance_matrix=``), live in `stabledist.cache`,
+so one class has one tree structure whatever it was built from or has been read.
+
+Per-class state lives in a registry keyed (weakly) by class, not in attributes of the class.
 """
 
 from __future__ import annotations
 
 import enum
+import linecache
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import filterfalse
@@ -24,7 +30,7 @@ from jax.tree_util import GetAttrKey
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 from numpyro.distributions.util import lazy_property
 
-__all__ = ["FieldTable", "field_table", "register"]
+__all__ = ["ClassPytree", "FieldTable", "StaticValue", "field_table", "pytree_of", "register"]
 
 # Aux fields every distribution has (``_validate_args``, often only a class default, is put last).
 _BASE_AUX = ("_batch_shape", "_event_shape")
@@ -61,9 +67,6 @@ class FieldTable:
     # aux names whose value may be a list: frozen to a tuple in aux data (which must be
     # hashable) and thawed back to a list by unflatten
     list_aux: frozenset[str] = frozenset()
-    # the trailing data fields that are lazy properties a constructor may set (alternative
-    # parametrizations): absent exactly when their leaf is None
-    optional: tuple[str, ...] = ()
 
 
 def field_table(
@@ -72,17 +75,16 @@ def field_table(
     extra_data: Sequence[str] = (),
     extra_aux: Sequence[str] = (),
     list_aux: Sequence[str] = (),
+    derived: Sequence[str] = (),
 ) -> FieldTable:
     """Gather the field table of ``cls`` in declaration order.
 
-    Mirrors numpyro's rules (``pytree_data_fields`` if a class declares it, else its
-    ``arg_constraints`` keys that are not lazy properties; ``pytree_aux_fields`` added up) but
-    keeps first-seen order instead of a ``set``. Two additions keep every attribute a
-    constructor sets, which numpyro's flatten drops (so its round trip recomputes or loses
-    them): ``arg_constraints`` keys that are lazy properties (an alternative parametrization a
-    constructor may store, e.g. ``MultivariateNormal.precision_matrix``; a ``None`` leaf when
-    absent) and the ``extra_data`` / ``extra_aux`` names. An ``extra_data`` name is data
-    even where a class declares it aux.
+    numpyro's rules (``pytree_data_fields`` if a class declares it, else its
+    ``arg_constraints`` keys that are not lazy properties; ``pytree_aux_fields`` added up), in
+    first-seen order instead of a ``set``: the data fields are exactly numpyro's, so a stable
+    instance has numpyro's leaves. ``extra_data`` / ``extra_aux`` add attributes a constructor
+    sets and numpyro's tree drops (an ``extra_data`` name is data even where a class declares
+    it aux); ``derived`` names are recomputed from the leaves, so they are neither.
     """
     data: dict[str, None] = {}
     aux: dict[str, None] = dict.fromkeys(_BASE_AUX)
@@ -100,16 +102,11 @@ def field_table(
         aux.update(dict.fromkeys(base.__dict__.get("pytree_aux_fields", ())))
         arrays.update(a for a in constraints if a in data)
     data.update(dict.fromkeys(extra_data))
-    optional: dict[str, None] = {}
-    for base in reversed(cls.__mro__):
-        for arg in vars(base).get("arg_constraints", {}):
-            if arg not in data and isinstance(getattr(cls, arg, None), lazy_property):
-                optional[arg] = None
-                arrays.add(arg)
-    data.update(optional)
     aux.update(dict.fromkeys(extra_aux))
-    for name in extra_data:  # the fork's word wins over an aux declaration (see fork.py)
+    for name in (*extra_data, *derived):  # the fork's word wins over an aux declaration
         aux.pop(name, None)
+    for name in derived:
+        data.pop(name, None)
     aux.pop(_VALIDATE, None)
     aux[_VALIDATE] = None
     both = [name for name in data if name in aux]
@@ -130,18 +127,45 @@ def field_table(
         hybrid=hybrid,
         array_fields=frozenset(arrays - set(hybrid)),
         list_aux=frozenset(list_aux),
-        optional=tuple(optional),
     )
 
 
-def register(cls: type, table: FieldTable) -> None:
-    """Register ``cls`` with JAX (with key paths) and attach numpyro's pytree methods.
+@dataclass(frozen=True)
+class ClassPytree:
+    """What `register` made for one class: its table and its flatten/unflatten functions.
+
+    ``flatten``/``unflatten`` follow the table (numpyro's ``super().tree_flatten()`` inside a
+    user's own flatten lands here); ``checked_unflatten`` also checks the kinds of hand-given
+    leaves. JAX is registered with ``flatten``/``unflatten``, or with the class's own methods
+    when a user class defines them.
+    """
+
+    table: FieldTable
+    flatten: Callable[[Any], tuple[tuple[Any, ...], tuple[Any, ...]]]
+    unflatten: Callable[[tuple[Any, ...], Any], Any]
+    checked_unflatten: Callable[[tuple[Any, ...], Any], Any]
+
+
+_PYTREES: weakref.WeakKeyDictionary[type, ClassPytree] = weakref.WeakKeyDictionary()
+
+
+def pytree_of(cls: type) -> ClassPytree:
+    """The `ClassPytree` of a registered class (KeyError for any other class)."""
+    return _PYTREES[cls]
+
+
+def register(
+    cls: type,
+    table: FieldTable,
+    own: tuple[Callable[..., Any], Callable[..., Any]] | None = None,
+) -> ClassPytree:
+    """Register ``cls`` with JAX and record its `ClassPytree`.
 
     Aux data is ``(aux values..., hybrid statics..., absent names)``: hashable and the same in
-    every process. ``absent names`` are required fields the instance does not set (usually
-    none); an optional field (a lazy alternative parametrization) is unset exactly when its
-    leaf is ``None``, an unset ``_validate_args`` is `UNSET`. So unflatten rebuilds
-    exactly the ``__dict__`` that was flattened.
+    every process. ``absent names`` are fields the instance does not set (usually none); an
+    unset ``_validate_args`` is `UNSET`. So unflatten rebuilds exactly the ``__dict__`` that
+    was flattened. JAX gets key paths (``.loc``), unless ``own`` gives a user class's own
+    ``(tree_flatten, tree_unflatten)``, which JAX then calls instead.
     """
     data, aux, hybrid = table.data, table.aux, table.hybrid
     n_data, n_aux = len(data), len(aux)
@@ -150,13 +174,11 @@ def register(cls: type, table: FieldTable) -> None:
     names = (*data, *aux)
     n_statics = n_aux + len(hybrid_at) + 1
     names_set = frozenset(names)
-    required_data = data[: n_data - len(table.optional)]
     required_aux = aux[:-1]  # all but _validate_args, which table.aux puts last
-    tracked_names = (*required_data, *required_aux)
-    get_required_data, get_required_aux = _getter(required_data), _getter(required_aux)
-    optional_data = table.optional
+    tracked_names = (*data, *required_aux)
+    get_data, get_required_aux = _getter(data), _getter(required_aux)
     list_at = tuple(i for i, name in enumerate(aux) if name in table.list_aux)
-    new = cls.__new__
+    new: Any = cls.__new__
     special = bool(list_at or hybrid_at)
     array_at = tuple(i for i, name in enumerate(data) if name in table.array_fields)
     qualname = cls.__qualname__
@@ -164,11 +186,9 @@ def register(cls: type, table: FieldTable) -> None:
     def flatten(d: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         state = d.__dict__
         if not special:
-            try:  # the common instance: every required field set
+            try:  # the common instance: every field set
                 statics = (*get_required_aux(state), state.get(_VALIDATE, UNSET), ())
-                if optional_data:
-                    return (*get_required_data(state), *map(state.get, optional_data)), statics
-                return get_required_data(state), statics
+                return get_data(state), statics
             except KeyError:
                 pass
         return _flatten_general(d, state)
@@ -184,7 +204,7 @@ def register(cls: type, table: FieldTable) -> None:
             statics += hybrid_statics
         return children, (*statics, absent)
 
-    def flatten_with_keys(d: Any) -> tuple[tuple[tuple[GetAttrKey, Any], ...], tuple[Any, ...]]:
+    def flatten_with_keys(d: Any) -> tuple[tuple[tuple[Any, Any], ...], tuple[Any, ...]]:
         children, statics = flatten(d)
         return tuple(zip(keys, children)), statics
 
@@ -208,9 +228,6 @@ def register(cls: type, table: FieldTable) -> None:
                     state[name] = children[i]
                 else:
                     state[name] = static.value if type(static) is StaticValue else static
-        for name in optional_data:
-            if state[name] is None:
-                del state[name]
         if state[_VALIDATE] is UNSET:
             del state[_VALIDATE]
         absent = statics[-1]
@@ -241,21 +258,19 @@ def register(cls: type, table: FieldTable) -> None:
         )
 
     if not special:  # generated straight-line code, as dataclasses does for __init__
-        flatten, unflatten = _generate(
-            cls, required_data, optional_data, required_aux, _flatten_general, unflatten
-        )
-    jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
-    cls.tree_flatten = flatten
-    cls.tree_unflatten = classmethod(lambda _, aux, params: checked_unflatten(aux, params))
-    cls.gather_pytree_data_fields = classmethod(lambda c: data)
-    cls.gather_pytree_aux_fields = classmethod(lambda c: aux + tuple(hybrid))
-    cls.__stable_fields__ = table
+        flatten, unflatten = _generate(cls, data, required_aux, _flatten_general, unflatten)
+    if own is None:
+        jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
+    else:
+        jax.tree_util.register_pytree_node(cls, *own)
+    registered = ClassPytree(table, flatten, unflatten, checked_unflatten)
+    _PYTREES[cls] = registered
+    return registered
 
 
 def _generate(
     cls: type,
-    required_data: tuple[str, ...],
-    optional_data: tuple[str, ...],
+    data: tuple[str, ...],
     required_aux: tuple[str, ...],
     flatten_general: Callable[[Any, dict[str, Any]], Any],
     unflatten_general: Callable[[tuple[Any, ...], Any], Any],
@@ -263,19 +278,19 @@ def _generate(
     """Straight-line flatten/unflatten for a class without hybrid or list fields.
 
     Same contract as the general closures in `register` (which handle every unusual
-    case: unset required fields, malformed input), about twice as fast: a numpyro
-    distribution is flattened and unflattened on every jitted call that takes one.
+    case: unset fields, malformed input), about twice as fast: a numpyro distribution is
+    flattened and unflattened on every jitted call that takes one. The source is compiled
+    under a readable file name and kept in `linecache`, so tracebacks and debuggers show it.
     """
-    data = (*required_data, *optional_data)
     leaves = [f"_{i}" for i in range(len(data))]
     statics = [f"_a{i}" for i in range(len(required_aux))]
-    get = [f"s[{n!r}]" for n in required_data] + [f"s.get({n!r})" for n in optional_data]
+    get = [f"s[{n!r}]" for n in data]
     get_aux = [f"s[{n!r}]" for n in required_aux]
-    state = [f"{n!r}: {v}" for n, v in zip((*required_data, *required_aux),
-                                            leaves[: len(required_data)] + statics)]
+    state = [f"{n!r}: {v}" for n, v in zip((*data, *required_aux), leaves + statics)]
     unpack_leaves = "".join(f"{v}, " for v in leaves)
     unpack_statics = "".join(f"{v}, " for v in statics)
     lines = [
+        f"# stabledist.pytree: generated for {cls.__module__}.{cls.__qualname__}",
         "def flatten(d):",
         "    s = d.__dict__",
         "    try:",
@@ -293,18 +308,20 @@ def _generate(
         "    if absent:",
         "        return unflatten_general(statics, children)",
         f"    state = {{{', '.join(state)}}}",
-        *(f"    if {v} is not None: state[{n!r}] = {v}"
-          for n, v in zip(optional_data, leaves[len(required_data):])),
         f"    if va is not UNSET: state[{_VALIDATE!r}] = va",
         "    d = new(cls)",
         "    d.__dict__ = state",
         "    return d",
     ]
+    source = "\n".join(lines) + "\n"
+    filename = f"<stabledist.pytree {cls.__module__}.{cls.__qualname__}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, Any] = {
         "UNSET": UNSET, "new": cls.__new__, "cls": cls,
         "flatten_general": flatten_general, "unflatten_general": unflatten_general,
     }
-    exec("\n".join(lines), namespace)  # names are repr()-quoted; values are bound, not code
+    # names are repr()-quoted; values are bound in the namespace, never spliced into code
+    exec(compile(source, filename, "exec"), namespace)
     return namespace["flatten"], namespace["unflatten"]
 
 

@@ -1,10 +1,11 @@
-"""``stabledist.<name>`` for every ``numpyro.distributions.<name>``, so imports keep working.
+"""`stabledist.<name>` for every `numpyro.distributions.<name>`, so imports keep working.
 
-``from numpyro.distributions.continuous import Normal`` becomes
-``from stabledist.continuous import Normal`` and yields the stable class. A submodule that
-defines no distribution (``constraints``, ``transforms``, ``util``, ``kl``, ...) is numpyro's
-own module object, so constraint and transform identities (``biject_to``'s registry,
-``constraints.positive is ...``) are exactly upstream's. Derived from the installed numpyro.
+`from numpyro.distributions.continuous import Normal` becomes
+`from stabledist.continuous import Normal` and yields the stable class. A submodule that
+defines no distribution (`constraints`, `transforms`, `util`, `kl`, ...) is numpyro's
+own module object, so constraint and transform identities (`biject_to`'s registry,
+`constraints.positive is ...`) are exactly upstream's. Derived from the installed numpyro;
+type checkers see the mirrors through the generated stubs `stabledist/<name>.pyi`.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ __all__ = ["mirror_submodules"]
 
 
 def mirror_submodules(package: str, stable: dict[str, Any]) -> dict[str, types.ModuleType]:
-    """Create ``<package>.<sub>`` for each numpyro submodule and register it in ``sys.modules``.
+    """Create `<package>.<sub>` for each numpyro submodule and register it in `sys.modules`.
 
-    ``stable`` maps public names to stable classes and factories; a mirrored module holds those
+    `stable` maps public names to stable classes and factories; a mirrored module holds those
     that numpyro's submodule defines and forwards every other attribute to numpyro's module.
     """
     mirrored: dict[str, types.ModuleType] = {}
@@ -37,9 +38,7 @@ def mirror_submodules(package: str, stable: dict[str, Any]) -> dict[str, types.M
         }
         if own:
             module = types.ModuleType(f"{package}.{info.name}", upstream.__doc__)
-            module.__dict__.update(own)
-            module.__getattr__ = _forward(upstream)  # type: ignore[attr-defined]
-            module.__all__ = sorted(own)  # type: ignore[attr-defined]
+            module.__dict__.update(own, __getattr__=_forward(upstream), __all__=sorted(own))
         else:
             module = upstream
         sys.modules[f"{package}.{info.name}"] = module

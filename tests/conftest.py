@@ -1,5 +1,6 @@
 """Shared test set-up: 4 host devices for pmap/shard_map (before jax is imported), the
-catalog of examples, and parametrization over every public distribution name."""
+fixtures parametrized over every catalog example and public name, the hypothesis profiles and
+the coverage report. Shared data lives in ``helpers.py``."""
 
 from __future__ import annotations
 
@@ -16,24 +17,19 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
 
-import numpyro.distributions as nd
 import pytest
 
-import stabledist as sd
-from stabledist.testing import catalog
-
-CLASS_NAMES, FACTORY_NAMES = catalog.public_names()
-EXAMPLE_NAMES = sorted(n for n in catalog.EXAMPLES if n in nd.__all__)
-BUILDERS = sorted(catalog.all_builders())
-assert set(CLASS_NAMES + FACTORY_NAMES) - set(catalog.EXCLUDED) <= set(EXAMPLE_NAMES), (
-    "every public distribution name of the installed numpyro needs a catalog example"
+# re-exported for test modules that still write ``from conftest import ...``; new code
+# imports from ``helpers``
+from helpers import (  # noqa: F401
+    BUILDERS,
+    CLASS_NAMES,
+    EXAMPLE_NAMES,
+    FACTORY_NAMES,
+    nd,
+    same_worker,
+    sd,
 )
-
-
-def same_worker(name: str) -> pytest.MarkDecorator:
-    """Under ``--dist loadgroup`` (``make test``) every test marked with one class's name runs
-    on the same pytest-xdist worker, where that class's operations are compiled once."""
-    return pytest.mark.xdist_group(name.split("[")[0])
 
 
 @pytest.fixture(params=[pytest.param(b, id=i, marks=same_worker(i)) for i, b in BUILDERS])
@@ -45,9 +41,6 @@ def builder(request: pytest.FixtureRequest):
 @pytest.fixture(params=[pytest.param(n, id=n, marks=same_worker(n)) for n in EXAMPLE_NAMES])
 def name(request: pytest.FixtureRequest) -> str:
     return request.param
-
-
-__all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "nd", "sd", "same_worker"]
 
 
 # --- hypothesis profiles (property suite: tests/test_properties.py) -------------------------
@@ -88,7 +81,7 @@ _EXERCISED: list = []
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Collect what each property test exercised; runs in the controller under xdist too."""
     if report.when == "teardown":
-        from stabledist.testing.check import COVERAGE_KEY
+        from stabledist.testing._compare import COVERAGE_KEY
 
         for key, events in report.user_properties:
             if key == COVERAGE_KEY:
@@ -99,9 +92,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """Per-property count of distribution classes the property suite exercised."""
     if not _EXERCISED:
         return
-    from stabledist.testing.check import Coverage
+    from stabledist.testing import PROPERTIES
+    from stabledist.testing._compare import Coverage
 
     coverage = Coverage()
     coverage.merge(_EXERCISED)
     terminalreporter.section("stability properties: classes exercised")
-    terminalreporter.write_line(coverage.table())
+    terminalreporter.write_line(coverage.table(order=tuple(PROPERTIES)))

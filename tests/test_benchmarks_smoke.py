@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +34,7 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--smoke", "--device", "cpu",
-         "--host-devices", "2", "--out", str(out)],
+         "--host-devices", "2", "--no-strict", "--out", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -46,7 +47,8 @@ def test_writes_json_markdown_and_plots(smoke_run: tuple[Path, str]) -> None:
     report = (out / "report.md").read_text()
     assert "## Targets" in report and "## Summary" in report
     pngs = sorted(p.name for p in out.glob("bench-*.png"))
-    assert {"bench-flatten.png", "bench-precision.png", "bench-rss.png"} <= set(pngs)
+    assert {"bench-flatten.png", "bench-precision.png", "bench-rss.png",
+            "bench-e2e.png"} <= set(pngs)
     for png in pngs:
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -55,7 +57,8 @@ def test_json_has_environment_and_every_benchmark(smoke_run: tuple[Path, str]) -
     out, _ = smoke_run
     data = json.loads((out / "results.json").read_text())
     env = data["environment"]
-    for key in ("backend", "device_kind", "cpu_count", "device_count"):
+    for key in ("backend", "device_kind", "cpu_count", "device_count", "host_memory_bytes",
+                "git_commit"):
         assert env[key] is not None, key
     for name in ("jax", "jaxlib", "numpyro"):
         assert env["versions"][name], name
@@ -73,14 +76,60 @@ def test_json_has_environment_and_every_benchmark(smoke_run: tuple[Path, str]) -
     flat = data["benchmarks"]["flatten"]["cases"][0]
     assert len(flat["samples"]["stabledist"]) == PROFILES["smoke"].reps
     assert "numpyro/stabledist" in flat["ratios"]
-    assert {t["target"] for t in data["targets"]} >= {"flatten", "dispatch", "hit", "rss"}
+    assert {t["target"] for t in data["targets"]} >= {"flatten", "dispatch", "hit", "rss",
+                                                      "e2e", "retrace", "slower"}
+    # end to end: every run split into phases that add up to its wall time
+    for case in data["benchmarks"]["e2e"]["cases"]:
+        for variant, phases in case["extra"]["phases"].items():
+            for i, total in enumerate(case["samples"][variant]):
+                parts = sum(phases[p][i] for p in ("trace", "lower", "compile", "run"))
+                assert abs(parts - total) < 0.05 * total + 0.05, (case["name"], variant)
+    # retraces counted per call (the smoke profile skips the cross-process cache pairs)
+    calls = data["benchmarks"]["pcache"]["extra"]["retraces"]["numpyro"]["calls"]
+    assert calls[0]["new_traces"] == 1 and len(calls) == 7
+    # host / device split recorded for rows with device work
+    assert data["benchmarks"]["dispatch"]["cases"][0]["extra"]["host_device"]["stabledist"]
 
 
-def test_prints_summary_and_target_lines(smoke_run: tuple[Path, str]) -> None:
+def test_prints_compact_summary_target_lines_and_progress(smoke_run: tuple[Path, str]) -> None:
     _, text = smoke_run
-    assert "numpyro/stabledist" in text
-    assert any(line.startswith(("PASS", "FAIL", "N/A")) for line in text.splitlines())
-    assert "[" in text and "== lazy" in text  # progress lines on stderr
+    lines = text.splitlines()
+    start = lines.index(next(x for x in lines if x.startswith("ratio = numpyro")))
+    end = lines.index(next(x for x in lines if x.startswith("details: ")))
+    summary = lines[start:end + 1]  # stdout; the progress lines (stderr) follow it
+    assert any(line.startswith(("PASS", "FAIL", "N/A")) for line in summary)
+    too_wide = [line for line in summary if len(line) > 100]
+    assert not too_wide, too_wide
+    # progress lines on stderr: overall "k of n" and a time estimate
+    steps = [line for line in lines if re.search(r"\] \d+ of \d+, ~\d+ (s|min) left", line)]
+    assert len(steps) >= 8, lines[:20]
+    assert "exit status 0" in text
+
+
+def test_exit_status_3_when_a_target_fails_unless_no_strict(tmp_path: Path) -> None:
+    from benchmarks.runner import EXIT_ERROR, EXIT_OK, EXIT_TARGET
+
+    assert (EXIT_OK, EXIT_ERROR, EXIT_TARGET) == (0, 1, 3)
+    from benchmarks.__main__ import parse_args
+
+    assert parse_args(["--out", "x"]).strict is True
+    assert parse_args(["--no-strict", "--out", "x"]).strict is False
+
+
+def test_progress_tracker_counts_steps_and_estimates() -> None:
+    from benchmarks.timing import Tracker
+
+    t = Tracker(heartbeat=1e9)
+    t.set_plan({"a": (2, 10.0), "b": (3, 30.0)})
+    assert t.counts() == (0, 5)
+    assert t.eta() == 40.0
+    t.begin("a")
+    t.step("a1")
+    t.step("a2")
+    t.end()
+    t.begin("b", steps=4)  # the real count, once known
+    assert t.counts() == (2, 6)
+    assert "2 of 6" in t.line("x")
 
 
 def test_cli_rejects_unknown_benchmark() -> None:

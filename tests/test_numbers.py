@@ -1,7 +1,8 @@
 """Same numbers as numpyro: for every example, the same parameters and PRNG key give
 bit-identical samples, log_prob, mean, variance, cdf, icdf and entropy (where numpyro defines
 them; where numpyro raises, stabledist raises the same error) - also after a flatten/unflatten
-round trip of the stable instance."""
+round trip, compared with numpyro's own round trip (both recompute a value the constructor
+was given, such as ``covariance_matrix=``, from the leaves)."""
 
 from __future__ import annotations
 
@@ -44,12 +45,22 @@ def test_same_numbers_as_numpyro(build, request):
     ours, theirs = build(sd), build(nd)
     assert sd.is_stable(ours) and not sd.is_stable(theirs)
     name = request.node.callspec.id.split("[")[0]
-    leaves, tree = jax.tree_util.tree_flatten(ours)
-    rebuilt = jax.tree_util.tree_unflatten(tree, leaves)
+    rebuilt = jax.tree_util.tree_unflatten(*reversed(jax.tree_util.tree_flatten(ours)))
+    theirs_rebuilt = outcome(
+        lambda: jax.tree_util.tree_unflatten(*reversed(jax.tree_util.tree_flatten(theirs))))
+    # numpyro's own round trip breaks some classes (Levy loses its support; the hurdle
+    # classes cannot be unflattened): there ours must give the original instance's numbers
+    theirs_rebuilt = theirs_rebuilt[1] if theirs_rebuilt[0] == "ok" else theirs
+
+    def after_round_trip(fn):
+        expected = outcome(lambda: fn(theirs_rebuilt))
+        return outcome(lambda: fn(theirs)) if expected[0] == "raises" else expected
+
     pairs = (("sd", ours), ("nd", theirs), ("rebuilt", rebuilt))
     samples = {m: outcome(lambda d=d: d.sample(KEY, (2,))) for m, d in pairs}
     assert_same(samples["sd"], samples["nd"], "sample")
-    assert_same(samples["rebuilt"], samples["nd"], "sample after flatten/unflatten")
+    assert_same(samples["rebuilt"], after_round_trip(lambda d: d.sample(KEY, (2,))),
+                "sample after flatten/unflatten")
     if name in catalog.LOG_PROB_VALUES:
         value = catalog.LOG_PROB_VALUES[name]()
     elif samples["nd"][0] == "ok":
@@ -68,7 +79,8 @@ def test_same_numbers_as_numpyro(build, request):
     for what, fn in checks.items():
         expected = outcome(lambda fn=fn: fn(theirs))
         assert_same(outcome(lambda fn=fn: fn(ours)), expected, what)
-        assert_same(outcome(lambda fn=fn: fn(rebuilt)), expected, f"{what} after unflatten")
+        assert_same(outcome(lambda fn=fn: fn(rebuilt)), after_round_trip(fn),
+                    f"{what} after unflatten")
 
 
 def test_same_numbers_under_jit():

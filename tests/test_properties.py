@@ -1,11 +1,13 @@
 """Hypothesis property suite: pytree stability and tracer safety of every distribution class.
 
-Every property (see :mod:`stabledist.testing.check`) is a test parametrized over every public
-distribution class (ids are class names). Instances come from
-:func:`stabledist.testing.strategies.specs`: drawn from ``arg_constraints`` (generic), with
-per-class hints, or from the catalog for the few classes listed in ``CATALOG_ONLY``
-(``strategies.draw_mode`` says which). A failure prints the drawn distribution (class and
-parameters), the access plan where there is one, and what differed, after shrinking.
+Every property of the registry (`stabledist.testing.PROPERTIES`) is a test here,
+parametrized over every public distribution class (ids are class names);
+`test_every_property_has_a_test` keeps the two in step. Instances come from
+`stabledist.testing.specs`: drawn from `arg_constraints` (generic), with per-class hints, or
+from the catalog for the classes listed in `stabledist.known_classes.CATALOG_ONLY`
+(`draw_mode` says which). A failure prints the
+drawn distribution (class and parameters), the access plan where there is one, and what
+differed, after shrinking.
 
 Profiles (``tests/conftest.py``): ``ci`` (default) keeps few derandomized examples per class
 and a small set of shapes, so compiled functions are reused, and casts to float64 a
@@ -27,48 +29,21 @@ import os
 import jax
 import numpy as np
 import pytest
-from conftest import CLASS_NAMES, nd, same_worker
+from helpers import CLASS_NAMES, nd, same_worker
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stabledist.testing import catalog, check, strategies
-from stabledist.testing.check import COVERAGE
-from stabledist.testing.strategies import access_plans, specs, stacks
+import stabledist as check_sd
+import stabledist.testing as check
+from stabledist.known_classes import PROPERTY_EXCLUSIONS as EXCLUSIONS
+from stabledist.known_classes import UPSTREAM_FAILURES
+from stabledist.testing import _process, _strategies, _transforms, catalog
+from stabledist.testing._compare import COVERAGE, COVERAGE_KEY, TRACED_METHODS
+from stabledist.testing._strategies import access_plans, specs, stacks
 
 THOROUGH = os.environ.get("STABLEDIST_HYPOTHESIS_PROFILE", "ci") == "thorough"
 KEY = jax.random.PRNGKey(0)
 NDEV = jax.device_count()
-
-# ---------------------------------------------------------------------------------------------
-# Exclusion table: (property or "*") -> class -> reason. Excluded pairs are collected as
-# skipped tests carrying the reason (shown by -ra), never dropped silently.
-# ---------------------------------------------------------------------------------------------
-
-EXCLUSIONS: dict[str, dict[str, str]] = {
-    "*": {
-        "Distribution": "abstract base class: no parameters to draw, no sample/log_prob; "
-                        "every concrete subclass is tested",
-    },
-}
-
-
-UPSTREAM_FAILURES: dict[str, dict[str, dict[str, str]]] = {
-    "shard_map": {
-        "Gompertz": {
-            "mean": "Gompertz.mean calls jax.scipy.special.expi, whose while_loop carry is "
-                    "not varying-manual-axes aware: inside shard_map JAX raises 'while_loop "
-                    "body function carry input and carry output must have equal types' for "
-                    "numpyro's own Gompertz too (the same JAX bug class as jax-ml/jax#31080, "
-                    "fixed there for random.gamma). The structure and every other read are "
-                    "still checked; test_upstream_failures_still_fail drops the entry's "
-                    "reason to exist when JAX fixes it",
-        },
-    },
-}
-"""(property) -> class -> method -> reason: reads that fail under the transformation for
-upstream numpyro itself (a JAX or numpyro bug, not a stabledist one). Only that read is left
-out; the class still runs the property. Each entry is re-verified upstream by
-``test_upstream_failures_still_fail``, so a fixed bug cannot leave a stale exclusion."""
 
 def traced_reads(prop: str, name: str) -> tuple[str, ...]:
     """The methods read inside the transformation: the profile's, minus upstream failures."""
@@ -95,7 +70,7 @@ def classes(prop: str) -> list[object]:
 # What each profile draws.
 # ---------------------------------------------------------------------------------------------
 
-BATCH_SHAPES = strategies.WIDE_BATCH_SHAPES if THOROUGH else strategies.CI_BATCH_SHAPES
+BATCH_SHAPES = _strategies.WIDE_BATCH_SHAPES if THOROUGH else _strategies.CI_BATCH_SHAPES
 EVENT_SIZES = st.integers(1, 4) if THOROUGH else st.just(3)  # one size: compiles reused
 F32 = st.just(np.float32)
 F32_OR_F64 = st.sampled_from([np.float32, np.float64])
@@ -122,19 +97,19 @@ def spec_of(name: str, dtypes: object = F32) -> object:
     drawn = specs(name, batch_shapes=BATCH_SHAPES, event_sizes=EVENT_SIZES, dtypes=dtypes)
     if THOROUGH:
         return drawn
-    return st.one_of(strategies.catalog_specs(name), drawn)
+    return st.one_of(_strategies.catalog_specs(name), drawn)
 
 
 def stack_of(name: str, n: int) -> object:
     drawn = stacks(name, n, batch_shapes=BATCH_SHAPES, event_sizes=EVENT_SIZES)
     if THOROUGH:
         return drawn
-    return st.one_of(strategies.catalog_specs(name).map(lambda s: [s] * n), drawn)
+    return st.one_of(_strategies.catalog_specs(name).map(lambda s: [s] * n), drawn)
 
 
 # traced bodies read every lazy property, mean and variance; log_prob too in thorough (it is
 # the costliest part to compile; test_jit and test_closure evaluate it in both profiles)
-TRACED = check.TRACED_METHODS if THOROUGH else ("mean", "variance")
+TRACED = TRACED_METHODS if THOROUGH else ("mean", "variance")
 
 
 def examples(ci: int, thorough: int) -> settings:
@@ -149,9 +124,9 @@ RELEASE_CYCLES = 10_000  # create/access/drop cycles per class and example
 @pytest.fixture(scope="module", autouse=True)
 def hash_seed_workers() -> object:
     """Start the PYTHONHASHSEED workers now: their start-up overlaps the first tests."""
-    check.start_hash_seed_workers()
+    _process.start_hash_seed_workers()
     yield
-    check.stop_hash_seed_workers()
+    _process.stop_hash_seed_workers()
 
 
 @pytest.fixture(autouse=True)
@@ -163,7 +138,7 @@ def counted(request: pytest.FixtureRequest) -> object:
     mark = len(COVERAGE.events)
     yield
     events = COVERAGE.since(mark)
-    request.node.user_properties.append((check.COVERAGE_KEY, events))
+    request.node.user_properties.append((COVERAGE_KEY, events))
     prop = request.node.originalname.removeprefix("test_")
     name = getattr(request.node, "callspec", None) and request.node.callspec.params.get("name")
     if prop in check.PROPERTIES and name and not _failed(request.node):
@@ -266,7 +241,7 @@ def test_closure(name: str, data: st.DataObject) -> None:
 def test_upstream(name: str, data: st.DataObject) -> None:
     spec = data.draw(spec_of(name, EAGER_DTYPES), label="distribution")
     with spec.x64_context():
-        check.check_upstream(spec.build(), spec.build(check.nd), KEY)
+        check.check_upstream(spec.build(), spec.build(nd), KEY)
 
 
 @pytest.mark.parametrize("name", classes("hash_seed"))
@@ -293,12 +268,74 @@ def test_threads(name: str, data: st.DataObject) -> None:
     check.check_threads(spec.build, n_threads=4)
 
 
+@pytest.mark.parametrize("name", classes("hoisting"))
+@examples(ci=1, thorough=10)
+@given(data=st.data())
+def test_hoisting(name: str, data: st.DataObject) -> None:
+    """Fresh instances whose lazy values are first read inside jit, vmap, grad, scan, pmap and
+    shard_map give numpyro's eager values, bit for bit."""
+    spec = data.draw(spec_of(name), label="distribution")
+    check.check_hoisting(spec.build, lambda: spec.build(nd))
+
+
+PARAMETRIZED = [n for n in CLASS_NAMES if check.parametrizations(getattr(check_sd, n))]
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, id=n, marks=same_worker(n))
+                                  for n in PARAMETRIZED])
+@examples(ci=1, thorough=10)
+@given(data=st.data())
+def test_parametrizations(name: str, data: st.DataObject) -> None:
+    spec = data.draw(specs(name, batch_shapes=BATCH_SHAPES, event_sizes=EVENT_SIZES),
+                     label="distribution")
+    d = spec.build()
+    check.check_parametrizations(d, None if spec.catalog_id else spec.kwargs())
+
+
+def test_parametrized_classes_are_the_documented_ones() -> None:
+    """The derivation (optional constrained keywords, less NOT_PARAMETRIZATIONS) finds exactly
+    the classes known to have alternative constructors, with their keywords."""
+    assert {n: check.parametrizations(getattr(check_sd, n)) for n in PARAMETRIZED} == {
+        "CirculantNormal": ("covariance_row", "covariance_rfft"),
+        "GaussianCopula": ("correlation_matrix", "correlation_cholesky"),
+        "GaussianCopulaBeta": ("correlation_matrix", "correlation_cholesky"),
+        "GaussianStateSpace": ("covariance_matrix", "precision_matrix", "scale_tril"),
+        "InverseWishart": ("scale_matrix", "rate_matrix", "scale_tril"),
+        "InverseWishartCholesky": ("scale_matrix", "rate_matrix", "scale_tril"),
+        "MultivariateNormal": ("covariance_matrix", "precision_matrix", "scale_tril"),
+        "Wishart": ("scale_matrix", "rate_matrix", "scale_tril"),
+        "WishartCholesky": ("scale_matrix", "rate_matrix", "scale_tril"),
+    }
+
+
+@pytest.mark.parametrize("name", classes("tree_map"))
+@examples(ci=1, thorough=20)
+@given(data=st.data())
+def test_tree_map(name: str, data: st.DataObject) -> None:
+    """After a tree_map update, every lazy value agrees with numpyro's class rebuilt from the
+    same leaves."""
+    spec = data.draw(spec_of(name, EAGER_DTYPES), label="distribution")
+    with spec.x64_context():
+        check.check_tree_map(spec.build(), spec.build(nd))
+
+
+def test_every_property_has_a_test() -> None:
+    """A property added to the registry without a test here would never run in CI."""
+    missing = [p for p in check.PROPERTIES if f"test_{p}" not in globals()]
+    assert not missing, f"properties without a test in {__file__}: {missing}"
+    assert len(check.PROPERTIES) >= 15
+
+
 def _upstream_shard_map_read(d: object, method: str) -> object:
     ds = [d] * NDEV
-    return check._shard_map_fn(NDEV)(check.stack(ds), check.stack([0.0] * NDEV), (), (method,))
+    return _transforms._shard_map_fn(NDEV)(check.stack(ds), check.stack([0.0] * NDEV), (),
+                                           (method,))
 
 
 UPSTREAM_READERS = {"shard_map": _upstream_shard_map_read}
+UPSTREAM_ERRORS = {  # what each UPSTREAM_FAILURES entry raises upstream (a regex)
+    ("shard_map", "Gompertz", "mean"): "carry input and carry output must have equal types",
+}
 
 
 @pytest.mark.parametrize(("prop", "name", "method"), [
@@ -312,6 +349,6 @@ def test_upstream_failures_still_fail(prop: str, name: str, method: str) -> None
     JAX/numpyro release fixes it, this fails and the entry must go (the read is then checked)."""
     d = dict(catalog.all_builders())[name](nd)
     assert type(d).__module__.startswith("numpyro."), type(d)
-    with pytest.raises(Exception) as info:  # any failure; printed with -s
+    with pytest.raises(Exception, match=UPSTREAM_ERRORS[prop, name, method]) as info:
         UPSTREAM_READERS[prop](d, method)
     print(f"{prop} {name}.{method} upstream: {type(info.value).__name__}: {info.value}"[:300])

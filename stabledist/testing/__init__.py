@@ -1,19 +1,25 @@
 """Testing helpers for stable distributions.
 
-* :mod:`stabledist.testing.catalog` - a fixed example of every public distribution.
-* :mod:`stabledist.testing.strategies` - hypothesis strategies: distributions drawn from
-  their ``arg_constraints`` (:func:`specs`, :func:`distributions`, :func:`stacks`) and random
-  access plans (:func:`access_plans`).
-* :mod:`stabledist.testing.check` - the stability properties as functions, and
-  :func:`check_stable`, which runs them all on your own distribution::
+```python
+from stabledist.testing import check_stable
 
-      from stabledist.testing import check_stable
+def test_my_distribution_is_stable():
+    check_stable(make_my_distribution)  # a module-level zero-argument factory
+```
 
-      def test_my_distribution_is_stable():
-          check_stable(lambda: MyStableDist(loc=jnp.zeros(3)))
+- `check_stable` runs every property of `PROPERTIES` (name -> check) on a factory or a
+  hypothesis strategy; each `check_*` function is one property, callable on its own.
+- `specs`, `distributions`, `stacks`, `constraint_values` and `access_plans` are hypothesis
+  strategies: distributions drawn from their `arg_constraints`, and random reads of them.
+- `catalog` holds a small, fixed example of every public distribution.
 
-The strategies and checks need ``hypothesis`` (a test dependency); they are imported on first
-use, so ``stabledist.testing.catalog`` works without it.
+The checks, `DistSpec`, `AccessPlan` and `catalog` work without hypothesis; `check_stable` and
+the strategies need it (`pip install "stabledist[testing]"`). Everything is imported on first
+use. The modules behind these names are private: `_compare` (describing and comparing),
+`_constraints` (constraint values), `_spec` / `_hints` / `_strategies` (drawing), `_plans`
+(access plans), `_transforms` (the transformation checks), `_upstream` (comparisons with
+numpyro), `_process` (hash seeds, release, threads), `_registry` (`PROPERTIES`) and `_stable`
+(`check_stable`).
 """
 
 from __future__ import annotations
@@ -21,32 +27,67 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {
-    "check_stable": "check",
-    "StabilityError": "check",
-    "StabilityReport": "check",
-    "PROPERTIES": "check",
-    "COVERAGE": "check",
-    "describe": "check",
-    "DistSpec": "strategies",
-    "AccessPlan": "strategies",
-    "access_plans": "strategies",
-    "constraint_values": "strategies",
-    "distributions": "strategies",
-    "specs": "strategies",
-    "stacks": "strategies",
+_EXPORTS: dict[str, str] = {
+    # hypothesis-free
+    "StabilityError": "_compare",
+    "describe": "_compare",
+    "destabilize": "_compare",
+    "stack": "_compare",
+    "valid_value": "_compare",
+    "DistSpec": "_spec",
+    "AccessPlan": "_plans",
+    "Step": "_plans",
+    "check_access_plan": "_plans",
+    "full_plan": "_plans",
+    "check_round_trip": "_transforms",
+    "check_control_flow": "_transforms",
+    "check_jit": "_transforms",
+    "check_vmap": "_transforms",
+    "check_pmap": "_transforms",
+    "check_shard_map": "_transforms",
+    "check_closure": "_transforms",
+    "check_hoisting": "_transforms",
+    "check_parametrizations": "_transforms",
+    "parametrizations": "_transforms",
+    "check_tree_map": "_upstream",
+    "check_upstream": "_upstream",
+    "check_hash_seed": "_process",
+    "check_release": "_process",
+    "check_threads": "_process",
+    "PROPERTIES": "_registry",
+    "Property": "_registry",
+    # need hypothesis
+    "StabilityReport": "_stable",
+    "check_stable": "_stable",
+    "specs": "_strategies",
+    "distributions": "_strategies",
+    "stacks": "_strategies",
+    "catalog_specs": "_strategies",
+    "constraint_values": "_strategies",
+    "access_plans": "_strategies",
 }
 
-__all__ = sorted([*_EXPORTS, "catalog", "check", "strategies"])
+__all__ = sorted([*_EXPORTS, "catalog"])
+
+EXTRA_HINT = 'pip install "stabledist[testing]"'
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("catalog", "check", "strategies"):
-        return importlib.import_module(f"{__name__}.{name}")
-    if name in _EXPORTS:
+    if name == "catalog":
+        return importlib.import_module(f"{__name__}.catalog")
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
         module = importlib.import_module(f"{__name__}.{_EXPORTS[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] != "hypothesis":
+            raise
+        raise ImportError(
+            f"stabledist.testing.{name} needs hypothesis, which is not installed: {EXTRA_HINT}"
+        ) from e
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

@@ -12,7 +12,7 @@ Examples use fixed float32 parameters (no randomness), small event sizes (2-4) a
 batch shapes ``()``, ``(2,)`` and ``(3,)``.  Every class that accepts ``validate_args`` is
 built with ``validate_args=True`` so the parameters are checked against ``arg_constraints``.
 
-``tests/_catalog_selfcheck.py`` verifies the catalog against the installed numpyro.
+``tests/test_testing_api.py`` checks the catalog against the installed numpyro.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import types
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -650,7 +651,7 @@ def supported_methods(
     key = jax.random.PRNGKey(0) if key is None else key
     found: list[str] = []
     try:
-        sample = d.sample(key)
+        sample: Any = d.sample(key)
         found.append("sample")
     except _UNSUPPORTED:
         sample = None

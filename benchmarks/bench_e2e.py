@@ -1,0 +1,236 @@
+"""End-to-end inference on real models, as users pay for it: ``MCMC(NUTS).run`` with several
+chains and ``SVI.run``, compile included, split into trace / lower / compile / run.
+
+Every model builds its global distributions (priors, a fixed-kernel GP) once, with concrete
+parameters, as users write them at module level; the two variants differ only in the module
+(``numpyro.distributions`` or ``stabledist``) those distributions come from.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+from numpyro.contrib.control_flow import scan
+from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO
+from numpyro.infer.autoguide import AutoNormal
+
+from benchmarks.common import MODULES, quiet
+from benchmarks.config import Profile
+from benchmarks.phases import PHASES, record_phases
+from benchmarks.timing import BenchResult, Case, step
+
+Model = Callable[..., None]
+
+MODEL_TEXT = {
+    "gp": "Gaussian process regression, 30 points, fixed RBF kernel: f ~ global "
+    "MultivariateNormal(0, covariance_matrix=K); y ~ Normal(f, sigma); the posterior mean at "
+    "20 test points, K_* @ (prior.precision_matrix @ f), is a deterministic site (reads a lazy "
+    "value of the global prior)",
+    "hierarchical": "hierarchical normal model, 40 groups x 5 observations, non-centred: "
+    "mu ~ global Normal, tau ~ global HalfCauchy, theta_j = mu + tau * z_j (no lazy value read)",
+    "regression": "linear regression 200 x 8 with global TruncatedNormal priors: beta ~ "
+    "TruncatedNormal(0, 1, low=-3, high=3) (batch 8, to_event), sigma ~ TruncatedNormal(1, "
+    "0.5, low=0.1, high=3) (their log_prob reads the lazy truncation normalizers)",
+    "statespace": "local-level state-space model, 60 steps with numpyro's scan: level_t ~ "
+    "Normal(level_t-1, s_level), y_t ~ Normal(level_t, s_obs); s_level, s_obs ~ global "
+    "TruncatedNormal, level_0 ~ global Normal",
+    "angles": "a pair of angles ~ global SineBivariateVonMises (its log_prob reads the lazy "
+    "norm_const, a 50 x 10001-term series), 60 von Mises observations each",
+    "tiny": "loc ~ global TruncatedNormal(0, 1, low=-1, high=2), 10 normal observations "
+    "(smoke profile only)",
+}
+READS_LAZY = {"gp": True, "hierarchical": False, "regression": True, "statespace": True,
+              "angles": True, "tiny": True}
+"""Whether the model reads a lazy value of a global distribution (where stabledist can save)."""
+
+
+def _rbf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.exp(-0.5 * (a[:, None] - b[None, :]) ** 2 / 0.2**2)
+
+
+def build(m: Any, model: str) -> tuple[Model, tuple]:
+    """``(model function, data)`` with the model's global distributions built now."""
+    rng = np.random.default_rng(7)
+    if model == "gp":
+        x = np.linspace(0, 1, 30)
+        xs = np.linspace(0, 1, 20)
+        k = (_rbf(x, x) + 0.05 * np.eye(30)).astype(np.float32)
+        k_star = jnp.asarray(_rbf(xs, x), jnp.float32)
+        y = jnp.asarray(np.sin(6 * x) + 0.2 * rng.standard_normal(30), jnp.float32)
+        prior = m.MultivariateNormal(jnp.zeros(30), covariance_matrix=jnp.asarray(k))
+        sigma_prior = m.HalfNormal(1.0)
+
+        def gp(y: jax.Array) -> None:
+            f = numpyro.sample("f", prior)
+            sigma = numpyro.sample("sigma", sigma_prior)
+            numpyro.deterministic("f_test", k_star @ (prior.precision_matrix @ f))
+            numpyro.sample("y", m.Normal(f, sigma), obs=y)
+
+        return gp, (y,)
+    if model == "hierarchical":
+        groups = np.repeat(np.arange(40), 5)
+        y = jnp.asarray(rng.normal(rng.normal(1.0, 2.0, 40)[groups], 1.0), jnp.float32)
+        mu_prior, tau_prior, z_prior = m.Normal(0.0, 5.0), m.HalfCauchy(2.5), m.Normal(0.0, 1.0)
+        g = jnp.asarray(groups)
+
+        def hierarchical(y: jax.Array) -> None:
+            mu = numpyro.sample("mu", mu_prior)
+            tau = numpyro.sample("tau", tau_prior)
+            with numpyro.plate("groups", 40):
+                z = numpyro.sample("z", z_prior)
+            numpyro.sample("y", m.Normal((mu + tau * z)[g], 1.0), obs=y)
+
+        return hierarchical, (y,)
+    if model == "regression":
+        x = rng.standard_normal((200, 8)).astype(np.float32)
+        y = x @ np.linspace(-1, 1, 8, dtype=np.float32) + 0.5 * rng.standard_normal(200)
+        beta_prior = m.TruncatedNormal(jnp.zeros(8), jnp.ones(8), low=-3.0, high=3.0).to_event(1)
+        sigma_prior = m.TruncatedNormal(1.0, 0.5, low=0.1, high=3.0)
+
+        def regression(x: jax.Array, y: jax.Array) -> None:
+            beta = numpyro.sample("beta", beta_prior)
+            sigma = numpyro.sample("sigma", sigma_prior)
+            numpyro.sample("y", m.Normal(x @ beta, sigma), obs=y)
+
+        return regression, (jnp.asarray(x), jnp.asarray(y, jnp.float32))
+    if model == "statespace":
+        level = np.cumsum(0.3 * rng.standard_normal(60))
+        y = jnp.asarray(level + 0.5 * rng.standard_normal(60), jnp.float32)
+        s_level_prior = m.TruncatedNormal(0.3, 0.3, low=0.01, high=2.0)
+        s_obs_prior = m.TruncatedNormal(0.5, 0.3, low=0.01, high=2.0)
+        level0_prior = m.Normal(0.0, 2.0)
+
+        def statespace(y: jax.Array) -> None:
+            s_level = numpyro.sample("s_level", s_level_prior)
+            s_obs = numpyro.sample("s_obs", s_obs_prior)
+            level0 = numpyro.sample("level0", level0_prior)
+
+            def transition(prev: jax.Array, y_t: jax.Array) -> tuple[jax.Array, None]:
+                lvl = numpyro.sample("level", m.Normal(prev, s_level))
+                numpyro.sample("y", m.Normal(lvl, s_obs), obs=y_t)
+                return lvl, None
+
+            scan(transition, level0, y)
+
+        return statespace, (y,)
+    if model == "angles":
+        prior = m.SineBivariateVonMises(0.5, -1.0, 2.0, 3.0, correlation=0.8)
+        obs = jnp.asarray(rng.vonmises([0.4, -0.8], 2.0, (60, 2)), jnp.float32)
+
+        def angles(y: jax.Array) -> None:
+            a = numpyro.sample("angles", prior)
+            numpyro.sample("phi", m.VonMises(a[0], 2.0), obs=y[:, 0])
+            numpyro.sample("psi", m.VonMises(a[1], 2.0), obs=y[:, 1])
+
+        return angles, (obs,)
+    if model == "tiny":
+        loc_prior = m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0)
+        y = jnp.asarray(rng.normal(0.5, 1.0, 10), jnp.float32)
+
+        def tiny(y: jax.Array) -> None:
+            loc = numpyro.sample("loc", loc_prior)
+            numpyro.sample("y", m.Normal(loc, 1.0), obs=y)
+
+        return tiny, (y,)
+    raise KeyError(model)
+
+
+def chains_setup(chains: int | None = None) -> tuple[int, str]:
+    """Chains (default: one per device, at least 2) and the method: parallel (pmap) when
+    there is a device per chain, else vectorized."""
+    n = jax.local_device_count()
+    chains = chains or max(n, 2)
+    return chains, "parallel" if chains <= n else "vectorized"
+
+
+def _summary(values: dict[str, Any]) -> dict[str, list[float]]:
+    return {k: np.round(np.asarray(v, np.float64).reshape(-1, *np.shape(v)[1:]).mean(0),
+                        4).reshape(-1)[:4].tolist() for k, v in values.items()}
+
+
+def run_once(variant: str, model: str, method: str, profile: Profile,
+             warmup: int | None = None, samples: int | None = None) -> dict[str, Any]:
+    """One end-to-end run (build the model's distributions, run inference, block on the
+    results), with its phase split."""
+    m = MODULES[variant]
+    key = jax.random.PRNGKey(0)
+    with quiet(), record_phases() as rec:
+        t0 = time.perf_counter()
+        fn, data = build(m, model)
+        if method == "NUTS":
+            chains, chain_method = chains_setup(profile.e2e_chains)
+            mcmc = MCMC(NUTS(fn), num_warmup=warmup or profile.e2e_warmup,
+                        num_samples=samples or profile.e2e_samples, num_chains=chains,
+                        chain_method=chain_method, progress_bar=False)
+            mcmc.run(key, *data)
+            out = jax.block_until_ready(mcmc.get_samples())
+            summary = _summary({k: v for k, v in out.items() if k != "f_test"})
+        else:
+            svi = SVI(fn, AutoNormal(fn), numpyro.optim.Adam(0.01), Trace_ELBO())
+            res = svi.run(key, samples or profile.e2e_svi_steps, *data, progress_bar=False)
+            out = jax.block_until_ready(res.params)
+            summary = {"final_loss": [round(float(res.losses[-1]), 3)]}
+        seconds = time.perf_counter() - t0
+    split = rec.split()
+    split["total"] = seconds
+    return {"seconds": seconds, "phases": split, "summary": summary}
+
+
+
+def steps(profile: Profile) -> int:
+    per = len(MODULES) * profile.e2e_reps + (len(MODULES) if profile.e2e_prewarm else 0)
+    return len(profile.e2e_models) * len(profile.e2e_methods) * per
+
+
+def bench_e2e(profile: Profile) -> BenchResult:
+    chains, chain_method = chains_setup(profile.e2e_chains)
+    result = BenchResult(
+        name="e2e",
+        title=f"End-to-end inference: NUTS ({chains} chains, {chain_method}, "
+        f"{profile.e2e_warmup} warmup + {profile.e2e_samples} samples) and SVI "
+        f"(AutoNormal, {profile.e2e_svi_steps} steps), compile included",
+        unit="s",
+        variants={
+            "numpyro": "the model's global distributions from numpyro.distributions",
+            "stabledist": "the same distributions from stabledist",
+        },
+        nocache="not measured separately: under tracing numpyro recomputes lazy values in "
+        "the traced model, which is the no-cache behaviour",
+        extra={"chains": chains, "chain_method": chain_method,
+               "devices": jax.local_device_count(), "warmup": profile.e2e_warmup,
+               "samples": profile.e2e_samples, "svi_steps": profile.e2e_svi_steps,
+               "phases": "trace / lower / compile: JAX's own spans (jax.monitoring), "
+               "attributed exclusively; run: the rest (sampling or optimisation, device "
+               "time, host Python outside traces)"},
+    )
+    variants = list(MODULES)
+    for model in profile.e2e_models:
+        for method in profile.e2e_methods:
+            if profile.e2e_prewarm:  # eager per-primitive executables, shared by both
+                for variant in variants:
+                    step(f"e2e {model} {method}: untimed warm-up run ({variant})")
+                    run_once(variant, model, method, profile, warmup=5, samples=5)
+            records: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+            for rep in range(profile.e2e_reps):  # interleaved, order rotated per rep
+                k = rep % len(variants)
+                for variant in variants[k:] + variants[:k]:
+                    step(f"e2e {model} {method}: {variant} rep {rep + 1}/{profile.e2e_reps}")
+                    records[variant].append(run_once(variant, model, method, profile))
+            samples = {v: [r["seconds"] for r in recs] for v, recs in records.items()}
+            phases = {v: {p: [r["phases"][p] for r in recs] for p in (*PHASES, "xla_compiles")}
+                      for v, recs in records.items()}
+            result.cases.append(Case(
+                f"{model} {method}",
+                {"model": model, "method": method, "what": MODEL_TEXT[model],
+                 "reads_lazy": READS_LAZY[model], "unit": "s"},
+                samples, dict.fromkeys(variants, 1),
+                extra={"phases": phases,
+                       "summary": {v: recs[0]["summary"] for v, recs in records.items()}},
+            ))
+    return result

@@ -1,0 +1,220 @@
+"""Where stable pytrees save compiles: JAX's persistent compilation cache across processes,
+and retraces of a jitted function called with distributions built in different ways.
+
+A jitted function that takes distributions compiles a program whose parameters are the
+distributions' leaves, in leaf order. numpyro's leaf order comes from a ``set`` of field
+names, so it depends on the process's ``PYTHONHASHSEED``: a second process with another seed
+builds another program and misses JAX's persistent cache. stabledist's order is the
+declaration order in every process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from benchmarks.config import Profile
+from benchmarks.environment import subprocess_env
+from benchmarks.timing import BenchResult, Case, step
+
+SEEDS = ("1", "2")
+"""PYTHONHASHSEED of the first (cache-writing) and second (cache-reading) process; with
+these two, numpyro's leaf order differs for MultivariateNormal and
+LowRankMultivariateNormal (checked by each run: see ``leaf_order``)."""
+
+FUNCTION = ("jit(lambda ds, x: sum(d.log_prob(x) for d in ds)) over a "
+            "MultivariateNormal(covariance_matrix), a LowRankMultivariateNormal and a "
+            "two-sided TruncatedNormal, dim 8")
+
+
+def child(module: str, cache_dir: str) -> dict[str, Any]:
+    """Runs in a fresh process: build the distributions, then the first call of the jitted
+    function, with JAX's persistent cache in ``cache_dir``."""
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", cache_dir)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    import jax.numpy as jnp
+    import numpy as np
+
+    from benchmarks.phases import record_phases
+
+    if module == "stabledist":
+        import stabledist as m
+    else:
+        import numpyro.distributions as m
+    import warnings
+
+    warnings.simplefilter("ignore")
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((8, 8)).astype(np.float32)
+    cov = jnp.asarray(a @ a.T / 8 + np.eye(8, dtype=np.float32))
+    ds = (
+        m.MultivariateNormal(jnp.zeros(8), covariance_matrix=cov),
+        m.LowRankMultivariateNormal(jnp.zeros(8), jnp.asarray(a[:, :2]), jnp.ones(8)),
+        m.TruncatedNormal(jnp.zeros(8), jnp.ones(8), low=-jnp.ones(8), high=2 * jnp.ones(8)),
+    )
+    x = jnp.asarray(rng.uniform(-0.5, 0.5, 8), jnp.float32)
+    f = jax.jit(lambda ds, x: sum(jnp.sum(d.log_prob(x)) for d in ds))
+    jax.block_until_ready(ds)
+    with record_phases() as rec:
+        t0 = time.perf_counter()
+        value = float(f(ds, x).block_until_ready())
+        first = time.perf_counter() - t0
+    split = rec.split()
+    order = [[list(np.shape(leaf)) for leaf in jax.tree_util.tree_leaves(d)] for d in ds]
+    return {"first_call_s": first, "phases": split, "value": value, "leaf_order": order,
+            "hash_seed": os.environ.get("PYTHONHASHSEED")}
+
+
+def _spawn(module: str, cache_dir: str, seed: str) -> dict[str, Any]:
+    env = subprocess_env()
+    env["PYTHONHASHSEED"] = seed
+    cmd = [sys.executable, "-m", "benchmarks.bench_pcache", "--module", module,
+           "--cache-dir", cache_dir]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False,
+                          timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"persistent-cache child ({module}) failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+RETRACE_TEXT = (
+    "jit(lambda d, x: d.log_prob(x)) called with MultivariateNormal built from "
+    "covariance_matrix, precision_matrix and scale_tril, after reading lazy values, and "
+    "rebuilt by tree_unflatten; TruncatedNormal before and after reads"
+)
+
+
+def retraces() -> dict[str, dict[str, Any]]:
+    """Traces of one jitted function per module over the same sequence of calls."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from benchmarks.common import MODULES, quiet
+
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 4)).astype(np.float32)
+    cov = a @ a.T / 4 + np.eye(4, dtype=np.float32)
+    prec = np.linalg.inv(cov).astype(np.float32)
+    tril = np.linalg.cholesky(cov).astype(np.float32)
+    x = jnp.asarray(rng.standard_normal(4), jnp.float32)
+    out: dict[str, dict[str, Any]] = {}
+    for variant, m in MODULES.items():
+        traces: list[str] = []
+
+        def logp(d: Any, x: jax.Array, traces: list[str] = traces) -> jax.Array:
+            traces.append("trace")
+            return jnp.sum(d.log_prob(x))
+
+        f = jax.jit(logp)
+        loc = jnp.zeros(4)
+        with quiet():
+            calls = [
+                ("MVN(covariance_matrix)", m.MultivariateNormal(loc, covariance_matrix=cov)),
+                ("MVN(precision_matrix)", m.MultivariateNormal(loc, precision_matrix=prec)),
+                ("MVN(scale_tril)", m.MultivariateNormal(loc, scale_tril=tril)),
+            ]
+            read = m.MultivariateNormal(loc, scale_tril=tril)
+            read.precision_matrix, read.covariance_matrix  # noqa: B018 - the reads matter
+            calls.append(("MVN(scale_tril) after reading precision/covariance", read))
+            leaves, treedef = jax.tree_util.tree_flatten(calls[0][1])
+            calls.append(("MVN rebuilt by tree_unflatten",
+                          jax.tree_util.tree_unflatten(treedef, leaves)))
+        per_call = []
+        for label, d in calls:
+            before = len(traces)
+            jax.block_until_ready(f(d, x))
+            per_call.append({"call": label, "new_traces": len(traces) - before})
+        g_traces: list[str] = []
+
+        def logp_tn(d: Any, x: jax.Array, traces: list[str] = g_traces) -> jax.Array:
+            traces.append("trace")
+            return jnp.sum(d.log_prob(x))
+
+        g = jax.jit(logp_tn)
+        with quiet():
+            t1 = m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0)
+            t2 = m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0)
+            jax.block_until_ready(t2.log_prob(0.5))  # eager reads of its lazy values
+        for label, d in (("TruncatedNormal", t1), ("TruncatedNormal after eager log_prob",
+                                                    t2)):
+            before = len(g_traces)
+            jax.block_until_ready(g(d, jnp.asarray(0.5)))
+            per_call.append({"call": label, "new_traces": len(g_traces) - before})
+        # the two functions each need one trace; anything beyond is a retrace
+        total = len(traces) + len(g_traces)
+        out[variant] = {"traces": total, "extra_traces": total - 2, "calls": per_call}
+    return out
+
+
+def steps(profile: Profile) -> int:
+    return 1 + (2 * len(SEEDS) * profile.pcache_reps)
+
+
+def bench_pcache(profile: Profile) -> BenchResult:
+    result = BenchResult(
+        name="pcache",
+        title="Compiles saved by stable pytrees: JAX's persistent cache across processes "
+        "(another PYTHONHASHSEED) and retraces",
+        unit="s",
+        variants={"numpyro": "numpyro.distributions", "stabledist": "stabledist"},
+        nocache="not applicable",
+        extra={"function": FUNCTION, "seeds": SEEDS, "retrace_calls": RETRACE_TEXT},
+    )
+    step("pcache: retraces of a jitted function over differently built distributions")
+    rt = retraces()
+    result.extra["retraces"] = rt
+    result.cases.append(Case("extra traces", {"kind": "retrace", "unit": "traces"},
+                             {v: [float(r["extra_traces"])] for v, r in rt.items()},
+                             extra={"calls": {v: r["calls"] for v, r in rt.items()}}))
+    runs: dict[str, list[list[dict[str, Any]]]] = {"numpyro": [], "stabledist": []}
+    for rep in range(profile.pcache_reps):
+        for variant in (["numpyro", "stabledist"] if rep % 2 == 0
+                        else ["stabledist", "numpyro"]):
+            with tempfile.TemporaryDirectory(prefix="stabledist-pcache-") as cache_dir:
+                pair = []
+                for i, seed in enumerate(SEEDS):
+                    step(f"pcache: {variant} process {i + 1} (PYTHONHASHSEED={seed}) "
+                         f"rep {rep + 1}/{profile.pcache_reps}")
+                    pair.append(_spawn(variant, cache_dir, seed))
+                runs[variant].append(pair)
+    result.extra["runs"] = runs
+    if not profile.pcache_reps:
+        return result
+    second = {v: [p[1]["first_call_s"] for p in pairs] for v, pairs in runs.items()}
+    compile_2 = {v: [p[1]["phases"]["compile"] for p in pairs] for v, pairs in runs.items()}
+    hits = {v: [p[1]["phases"]["cache_hits"] for p in pairs] for v, pairs in runs.items()}
+    misses = {v: [p[1]["phases"]["cache_misses"] for p in pairs] for v, pairs in runs.items()}
+    order_changed = {v: any(p[0]["leaf_order"] != p[1]["leaf_order"] for p in pairs)
+                     for v, pairs in runs.items()}
+    first = {v: [p[0]["first_call_s"] for p in pairs] for v, pairs in runs.items()}
+    result.cases.append(Case("first call, second process (cache warm)",
+                             {"kind": "second", "unit": "s"}, second, {},
+                             extra={"cache_hits": hits, "cache_misses": misses,
+                                    "leaf_order_changed": order_changed}))
+    result.cases.append(Case("XLA compile time, second process", {"kind": "compile2",
+                                                                    "unit": "s"}, compile_2))
+    result.cases.append(Case("first call, first process (cache empty)",
+                             {"kind": "first", "unit": "s"}, first))
+    return result
+
+
+def _main() -> None:
+    parser = argparse.ArgumentParser(description="persistent-cache child (used by the suite)")
+    parser.add_argument("--module", choices=("numpyro", "stabledist"), required=True)
+    parser.add_argument("--cache-dir", required=True)
+    ns = parser.parse_args()
+    print(json.dumps(child(ns.module, ns.cache_dir)))
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,369 @@
+"""Comparison helpers every check uses: describing a distribution, its layout, eager reference
+values, closeness assertions, stacking, the numpyro twin of a stable instance, and the coverage
+record. Hypothesis-free: the checks in `stabledist.testing` work without it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro.distributions as nd
+from numpyro.distributions import constraints as C  # noqa: N812 - constraint namespace
+
+from stabledist.introspect import lazy_names, upstream_class
+
+UNSUPPORTED = (NotImplementedError, ImportError)
+"""A method raising one of these is "not defined" for that distribution (numpyro raises
+ImportError where an optional dependency, tensorflow_probability, would be needed)."""
+
+COMPILER_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": 0}
+
+RTOL, ATOL = 2e-5, 1e-5  # traced vs eager (float32 reassociation, fused ops)
+
+TRACED_METHODS: tuple[str, ...] = ("mean", "variance", "log_prob")
+"""Methods evaluated inside traced functions besides every lazy property. ``log_prob`` is
+the costliest to compile; a fast profile may pass ``traced=("mean", "variance")`` to the
+batched checks (``check_jit`` and ``check_closure``'s ``jit`` always evaluate it)."""
+
+
+class StabilityError(AssertionError):
+    """A stability property does not hold for a distribution."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Coverage: which classes each property actually ran on.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Coverage:
+    """Classes (by name) on which each property ran to completion, and how many examples.
+
+    ``events`` keeps every record in order, so a caller can ask what one test exercised
+    (:meth:`since`) and ship it to another process (pytest-xdist workers report to the
+    controller through it); :meth:`merge` adds such a list back."""
+
+    classes: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    examples: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    events: list[tuple[str, str]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, prop: str, d_or_name: Any) -> None:
+        name = d_or_name if isinstance(d_or_name, str) else type(d_or_name).__name__
+        with self._lock:
+            self.classes[prop].add(name)
+            self.examples[prop] += 1
+            self.events.append((prop, name))
+
+    def since(self, mark: int) -> list[tuple[str, str]]:
+        """Records made after ``len(self.events)`` was ``mark``."""
+        with self._lock:
+            return self.events[mark:]
+
+    def merge(self, events: Iterable[Sequence[str]]) -> None:
+        for prop, name in events:
+            self.record(prop, name)
+
+    def count(self, prop: str) -> int:
+        return len(self.classes.get(prop, ()))
+
+    def table(self, order: Sequence[str] = ()) -> str:
+        """One line per property: classes and examples; ``order`` first, the rest sorted."""
+        width = max([len("property"), *map(len, self.classes)])
+        lines = [f"{'property':<{width}}  classes  examples"]
+        props = [p for p in order if p in self.classes]
+        props += sorted(set(self.classes) - set(order))
+        for p in props:
+            lines.append(f"{p:<{width}}  {self.count(p):>7}  {self.examples.get(p, 0):>8}")
+        return "\n".join(lines)
+
+
+COVERAGE = Coverage()
+"""Process-wide coverage, filled by every check (the test suite reports it at session end)."""
+
+COVERAGE_KEY = "stabledist_coverage"
+"""Name under which a test hands its :meth:`Coverage.since` records to the test runner."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Describing and comparing.
+# ---------------------------------------------------------------------------------------------
+
+
+def describe(d: Any) -> str:
+    """`ClassName(path=value, ...)` over the leaves, for failure messages."""
+    try:
+        pairs = jax.tree_util.tree_flatten_with_path(d)[0]
+    except Exception as e:  # pragma: no cover - a broken flatten is reported elsewhere
+        return f"{type(d).__name__}(<flatten failed: {e!r}>)"
+    parts = []
+    for path, leaf in pairs:
+        arr = np.asarray(leaf)
+        text = np.array2string(arr, precision=4, separator=", ", threshold=12)
+        parts.append(f"{jax.tree_util.keystr(path)}={text}:{arr.dtype}")
+    return f"{type(d).__name__}({', '.join(parts)})"
+
+
+Layout = tuple[Any, tuple[tuple[str, tuple[int, ...], str], ...]]
+
+
+def layout(d: Any) -> Layout:
+    """Tree structure and, per leaf, its key path, shape and dtype."""
+    pairs, treedef = jax.tree_util.tree_flatten_with_path(d)
+    return treedef, tuple(
+        (jax.tree_util.keystr(p), tuple(np.shape(x)), str(jnp.result_type(x))) for p, x in pairs
+    )
+
+
+def _vars_snapshot(d: Any, seen: set[int] | None = None) -> dict[str, Any]:
+    """``vars(d)`` as ``name -> id(value)``, nested distributions expanded."""
+    seen = set() if seen is None else seen
+    seen.add(id(d))
+    out: dict[str, Any] = {}
+    for k, v in vars(d).items():
+        items = v if isinstance(v, list | tuple) else [v]
+        if any(isinstance(x, nd.Distribution) and id(x) not in seen for x in items):
+            out[k] = [(_vars_snapshot(x, seen) if isinstance(x, nd.Distribution) else id(x))
+                      for x in items]
+        else:
+            out[k] = id(v)
+    return out
+
+
+def _fail(what: str, d: Any, detail: str = "") -> StabilityError:
+    msg = f"[{what}] {type(d).__name__}: {detail}\n  distribution: {describe(d)}"
+    return StabilityError(msg)
+
+
+def _array_leaves(tree: Any) -> list[Any]:
+    return [x for x in jax.tree_util.tree_leaves(tree) if isinstance(x, jax.Array | np.ndarray
+                                                                     | float | int)]
+
+
+def _assert_close(what: str, d: Any, label: str, got: Any, want: Any, exact: bool) -> None:
+    g, w = _array_leaves(got), _array_leaves(want)
+    if len(g) != len(w):
+        raise _fail(what, d, f"{label}: {len(g)} leaves, expected {len(w)}")
+    for a, b in zip(g, w):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            raise _fail(what, d, f"{label}: shape {a.shape}, expected {b.shape}")
+        if exact or not np.issubdtype(b.dtype, np.inexact):
+            ok = np.array_equal(a, b, equal_nan=True)
+        else:
+            tol = RTOL if b.dtype == np.float32 else 1e-9
+            ok = np.allclose(a, b, rtol=tol, atol=ATOL, equal_nan=True)
+        if not ok:
+            raise _fail(what, d, f"{label} differs:\n    got      {a!r}\n    expected {b!r}")
+
+
+def _assert_traced_close(what: str, d: Any, label: str, got: Any, want: Any,
+                         upstream: Callable[[], Any]) -> None:
+    """Values computed under a transformation equal the eager ones, or else equal what
+    ``upstream()`` gives: the numpyro twin run through the very same transformation.
+
+    Compiled float32 arithmetic can differ from op-by-op evaluation by more than the
+    tolerance where a value is ill-conditioned (a normal truncated 5 standard deviations
+    out); when numpyro's own class gives the same numbers the same way, the difference is
+    XLA's, not stabledist's."""
+    try:
+        _assert_close(what, d, label, got, want, exact=False)
+    except StabilityError as err:
+        try:
+            theirs = upstream()
+        except Exception:
+            raise err from None
+        try:
+            _assert_close(what, d, label, got, theirs, exact=False)
+        except StabilityError:
+            raise err from None
+
+
+class _Once:
+    """A thunk evaluated at most once (upstream reruns are costly and often not needed)."""
+
+    def __init__(self, f: Callable[[], Any]) -> None:
+        self.f, self.done, self.value = f, False, None
+
+    def __call__(self) -> Any:
+        if not self.done:
+            self.value, self.done = self.f(), True
+        return self.value
+
+
+def _assert_same_leaves(what: str, d: Any, other: Any, label: str) -> None:
+    lay, lay2 = layout(d), layout(other)
+    if lay[0] != lay2[0]:
+        raise _fail(what, d, f"{label}: tree structure changed:\n    {lay[0]}\n -> {lay2[0]}")
+    if lay[1] != lay2[1]:
+        raise _fail(what, d, f"{label}: leaves changed:\n    {lay[1]}\n -> {lay2[1]}")
+    _assert_close(what, d, f"{label} leaves", jax.tree_util.tree_leaves(other),
+                  jax.tree_util.tree_leaves(d), exact=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Eager reference values.
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Reference:
+    """Eager values of one instance: lazy properties (those that can be read), ``mean``,
+    ``variance`` and ``log_prob`` at ``value`` (``None`` when undefined)."""
+
+    names: tuple[str, ...]
+    lazies: dict[str, Any]
+    methods: tuple[str, ...]
+    values: dict[str, Any]
+    value: Any
+
+
+def reference(d: Any, key: jax.Array | None = None, value: Any = None) -> Reference:
+    """Eager values of ``d``; only array-valued lazy properties that read without error count
+    (a property that raises, eagerly, raises upstream too)."""
+    key = jax.random.PRNGKey(0) if key is None else key
+    names, lazies = [], {}
+    for n in lazy_names(d):
+        try:
+            v = getattr(d, n)
+        except Exception:
+            continue
+        if _array_leaves(v) and all(isinstance(x, jax.Array | np.ndarray | float | int)
+                                    for x in jax.tree_util.tree_leaves(v)):
+            names.append(n)
+            lazies[n] = v
+    value = valid_value(d, key) if value is None else value
+    methods, values = [], {}
+    for m in ("mean", "variance", "log_prob"):
+        try:
+            v = d.log_prob(value) if m == "log_prob" else getattr(d, m)
+        except (*UNSUPPORTED, ValueError, TypeError):
+            continue
+        if m == "log_prob" and value is None:
+            continue
+        methods.append(m)
+        values[m] = v
+    return Reference(tuple(names), lazies, tuple(methods), values, value)
+
+
+def _read(d: Any, names: tuple[str, ...], methods: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out = {n: getattr(d, n) for n in names}
+    for m in methods:
+        out["@" + m] = d.log_prob(value) if m == "log_prob" else getattr(d, m)
+    return out
+
+
+def _ref_values(ref: Reference) -> dict[str, Any]:
+    return {**ref.lazies, **{"@" + m: v for m, v in ref.values.items()}}
+
+
+def _rebuild(d: Any) -> Any:
+    leaves, treedef = jax.tree_util.tree_flatten(d)
+    return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+def _scalar(values: Any) -> jax.Array:
+    """Sum of every finite float entry: one number that depends on all values."""
+    total = jnp.zeros((), jnp.result_type(float))
+    for x in _array_leaves(values):
+        x = jnp.asarray(x)
+        if jnp.issubdtype(x.dtype, jnp.inexact):
+            total = total + jnp.sum(jnp.where(jnp.isfinite(x), x, 0)).astype(total.dtype)
+    return total
+
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Stacking, the numpyro twin, a valid point.
+# ---------------------------------------------------------------------------------------------
+
+
+def stack(ds: Sequence[Any]) -> Any:
+    """One instance whose leaves are the instances' leaves stacked on a new leading axis."""
+    # compared with ==, not hashed into a set: numpyro 0.21 keeps a constraint in aux data
+    # (the power laws' ``_support``), whose hash is its identity while it compares equal
+    first, *rest = (jax.tree_util.tree_structure(d) for d in ds)
+    for other in rest:
+        if other != first:
+            raise ValueError(f"cannot stack instances of different structures: {first} and "
+                             f"{other}")
+    return jax.tree_util.tree_map(_stack_leaves, *ds)
+
+
+def _stack_leaves(*xs: Any) -> jax.Array:
+    # on the host: jnp.stack would compile a concatenate for every new combination
+    dtype = jnp.asarray(xs[0]).dtype
+    return jnp.asarray(np.stack([np.asarray(x, dtype=dtype) for x in xs]))
+
+
+
+def destabilize(value: Any) -> Any:
+    """The upstream (numpyro or user) twin of a stable distribution: same ``__dict__``, its
+    upstream class, nested distributions converted too. Other values unchanged."""
+    if isinstance(value, nd.Distribution):
+        cls = upstream_class(type(value))
+        twin = cast(Any, cls).__new__(cls)
+        vars(twin).update({k: destabilize(v) for k, v in vars(value).items()})
+        return twin
+    if type(value) in (list, tuple):
+        return type(value)(destabilize(v) for v in value)
+    return value
+
+
+def _outcome(f: Callable[[], Any]) -> tuple[str, Any]:
+    try:
+        return "ok", f()
+    except Exception as e:
+        return "error", type(e).__name__
+
+
+def valid_value(d: Any, key: jax.Array) -> Any:
+    """A point where ``d.log_prob`` is defined, of shape ``batch_shape + event_shape``.
+
+    Continuous supports: ``biject_to(support)`` of uniform noise (no sampling, so no costly
+    sampler compile). Otherwise ``d.sample(key)``. ``None`` when neither works.
+    """
+    shape = tuple(d.batch_shape) + tuple(d.event_shape)
+    if type(d).__name__ == "IntervalCensoredDistribution":
+        lower = valid_value(d.base_dist, key)
+        return jnp.stack([lower, lower + 1.0], -1)
+    try:
+        support = d.support
+        if not support.is_discrete:
+            t = nd.transforms.biject_to(support)
+            u = jax.random.uniform(key, t.inverse_shape(shape), minval=-1.0, maxval=1.0)
+            x = t(u)
+            if tuple(x.shape) == shape:
+                return x
+        else:
+            x = _discrete_point(support, shape)
+            if x is not None:
+                return x
+    except (NotImplementedError, ImportError, TypeError, ValueError, AttributeError):
+        pass
+    try:
+        x = d.sample(key)
+    except UNSUPPORTED:
+        return None
+    return x if tuple(jnp.shape(x)) == shape else None
+
+
+def _discrete_point(support: C.Constraint, shape: tuple[int, ...]) -> jax.Array | None:
+    """The lower end of a discrete support (no sampling), or ``None`` for other supports."""
+    if support is C.boolean:
+        return jnp.zeros(shape, jnp.int32)
+    # integer_interval, integer_greater_than, nonnegative_integer, positive_integer: each
+    # includes its lower bound (public attribute of numpyro's integer constraints)
+    if getattr(support, "lower_bound", None) is not None and not C.is_dependent(support):
+        low = jnp.asarray(cast(Any, support).lower_bound)
+        return jnp.broadcast_to(low, shape).astype(jnp.int32)
+    return None
+

@@ -1,0 +1,162 @@
+"""Access plans: sequences of reads of a distribution (every lazy property, `mean`, `variance`,
+`log_prob`, `sample`, `cdf`, `icdf`, `entropy`, `enumerate_support`, `expand`, `to_event`,
+`mask`), and `check_access_plan`, which says that no plan changes the instance. Hypothesis-free;
+the strategy `access_plans` that draws plans is in `stabledist.testing` (it needs hypothesis).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+import stabledist
+from stabledist.introspect import lazy_names
+from stabledist.testing._compare import (
+    COVERAGE,
+    UNSUPPORTED,
+    _fail,
+    _vars_snapshot,
+    layout,
+    valid_value,
+)
+
+__all__ = ["AccessPlan", "Step", "check_access_plan", "full_plan", "run_step"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One access: ``kind`` is ``lazy`` (read property ``arg``) or a method name."""
+
+    kind: str
+    arg: Any = None
+
+    def __repr__(self) -> str:
+        if self.kind == "lazy":
+            return f".{self.arg}"
+        if self.kind in ("mean", "variance"):
+            return f".{self.kind}"
+        if self.arg is None:
+            return f".{self.kind}()"
+        return f".{self.kind}({self.arg!r})"
+
+
+@dataclass(frozen=True)
+class AccessPlan:
+    """A sequence of accesses to one distribution; prints as ``d.a .b() ...``."""
+
+    steps: tuple[Step, ...] = field(default_factory=tuple)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+    def __repr__(self) -> str:
+        return "AccessPlan(d" + " ".join(repr(s) for s in self.steps) + ")" if self.steps \
+            else "AccessPlan(<nothing>)"
+
+    def run(self, d: Any, key: jax.Array | None = None,
+            tolerate_errors: bool = True) -> list[tuple[Step, str]]:
+        """Run every step on ``d``; return ``(step, outcome)`` with outcome ``ok``,
+        ``unsupported: <Error>`` or (with ``tolerate_errors``) ``error: <Error>``.
+
+        Errors are tolerated by default because numpyro itself raises for some parameter
+        combinations (the ``upstream`` property checks that stabledist raises exactly where
+        numpyro does); what an access plan checks is that the instance does not change.
+        ``AssertionError`` (a derived distribution that is not stable) always propagates."""
+        key = jax.random.PRNGKey(0) if key is None else key
+        value = None
+        outcomes: list[tuple[Step, str]] = []
+        for i, step in enumerate(self.steps):
+            k = jax.random.fold_in(key, i)
+            try:
+                if step.kind in ("log_prob", "cdf") and value is None:
+                    value = valid_value(d, key)
+                    if value is None:
+                        raise NotImplementedError("no valid value")
+                run_step(d, step, k, value)
+            except UNSUPPORTED as e:
+                outcomes.append((step, f"unsupported: {type(e).__name__}"))
+                continue
+            except AssertionError:
+                raise
+            except Exception as e:  # numpyro's own errors (upstream raises them too)
+                if not tolerate_errors:
+                    raise
+                outcomes.append((step, f"error: {type(e).__name__}: {e}"[:200]))
+                continue
+            outcomes.append((step, "ok"))
+        return outcomes
+
+
+def run_step(d: Any, step: Step, key: jax.Array, value: Any) -> Any:
+    """Perform one :class:`Step` on ``d`` and return its result."""
+    kind = step.kind
+    if kind == "lazy":
+        return getattr(d, step.arg)
+    if kind in ("mean", "variance"):
+        return getattr(d, kind)
+    if kind == "entropy":
+        return d.entropy()
+    if kind == "sample":
+        return d.sample(key, step.arg)
+    if kind == "log_prob":
+        return d.log_prob(value)
+    if kind == "cdf":
+        return d.cdf(value)
+    if kind == "icdf":
+        return d.icdf(jnp.full(d.batch_shape, step.arg, dtype=jnp.result_type(float)))
+    if kind == "enumerate_support":
+        if not d.has_enumerate_support:
+            raise NotImplementedError("no enumerate_support")
+        return d.enumerate_support(expand=step.arg)
+    if kind == "expand":
+        return _checked_derived(d, d.expand(tuple(step.arg) + tuple(d.batch_shape)))
+    if kind == "to_event":
+        return _checked_derived(d, d.to_event(min(step.arg, len(d.batch_shape))))
+    if kind == "mask":
+        mask: Any = step.arg if isinstance(step.arg, bool) else (
+            jnp.arange(math.prod(d.batch_shape)).reshape(d.batch_shape) % 2 == 0
+        )
+        return _checked_derived(d, d.mask(mask))
+    raise ValueError(f"unknown step {step!r}")  # pragma: no cover
+
+
+def _checked_derived(d: Any, derived: Any) -> Any:
+    """A distribution derived from a stable one must be stable too (and readable)."""
+    if stabledist.is_stable(d) and not stabledist.is_stable(derived):
+        raise AssertionError(f"{type(derived).__name__} derived from a stable distribution "
+                             "is not stable")
+    return derived
+
+
+def full_plan(d: Any) -> AccessPlan:
+    """Every lazy property of ``d``, then every method once: the deterministic plan that
+    :func:`~stabledist.testing.check.check_stable` runs before random ones."""
+    steps = [Step("lazy", n) for n in lazy_names(d)]
+    steps += [Step("mean"), Step("variance"), Step("entropy"), Step("log_prob"), Step("cdf"),
+              Step("sample", ()), Step("icdf", 0.5), Step("enumerate_support", True),
+              Step("expand", (2,)), Step("to_event", 1), Step("mask", "array"),
+              Step("mask", False)]
+    return AccessPlan(tuple(steps))
+
+
+def check_access_plan(d: Any, plan: AccessPlan, key: jax.Array | None = None) -> None:
+    """Structure, leaf shapes/dtypes and ``vars()`` (recursively) unchanged by ``plan``."""
+    before, state = layout(d), _vars_snapshot(d)
+    keys_before = list(vars(d))
+    outcomes = plan.run(d, key)
+    after = layout(d)
+    detail = f"after {plan!r} (outcomes {[o for _, o in outcomes]})"
+    if before[0] != after[0]:
+        raise _fail("access_plan", d, f"tree structure changed {detail}:\n    {before[0]}\n"
+                                      f" -> {after[0]}")
+    if before[1] != after[1]:
+        raise _fail("access_plan", d, f"leaves changed {detail}:\n    {before[1]}\n"
+                                      f" -> {after[1]}")
+    if list(vars(d)) != keys_before or _vars_snapshot(d) != state:
+        added = sorted(set(vars(d)) - set(keys_before))
+        raise _fail("access_plan", d, f"vars() changed {detail}; new attributes: {added}")
+    COVERAGE.record("access_plan", d)

@@ -1,0 +1,389 @@
+"""Hypothesis strategies: distributions drawn from their `arg_constraints` (`specs`,
+`distributions`, `stacks`, `catalog_specs`), constraint values (`constraint_values`) and access
+plans (`access_plans`).
+
+How a class's arguments are drawn (`draw_mode`):
+
+- `generic`: derived from the class. Each constructor parameter that has an `arg_constraints`
+  entry gets a value from `constraint_values` (`biject_to` of a moderate unconstrained draw);
+  several optional (`None`-default) constrained parameters are alternative parametrizations,
+  of which exactly one is drawn. Works for users' classes too.
+- `hinted`: `stabledist.testing._hints.HINTS` says how parameters depend on each other or on
+  arguments that have no constraint.
+- `catalog`: a fixed-structure example from `stabledist.testing.catalog`, for the classes in
+  `stabledist.known_classes.CATALOG_ONLY` (arguments that are functions, transforms or lists
+  of distributions).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import hypothesis.extra.numpy as hnp
+import numpy as np
+import numpyro.distributions as nd
+from hypothesis import strategies as st
+from numpyro.distributions import constraints as C  # noqa: N812 - constraint namespace
+
+import stabledist
+from stabledist.introspect import lazy_names
+from stabledist.known_classes import CATALOG_ONLY
+from stabledist.testing import catalog
+from stabledist.testing._constraints import constrained_value
+from stabledist.testing._hints import HINTS
+from stabledist.testing._plans import AccessPlan, Step
+from stabledist.testing._spec import DistSpec
+
+__all__ = [
+    "DrawContext",
+    "access_plans",
+    "catalog_specs",
+    "constraint_values",
+    "distributions",
+    "draw_mode",
+    "specs",
+    "stacks",
+]
+
+
+def _floats(draw: Any, shape: tuple[int, ...], lo: float, hi: float, dtype: Any) -> np.ndarray:
+    width = 64 if np.dtype(dtype) == np.float64 else 32
+    if width == 32:  # bounds must be float32 numbers, inside [lo, hi]
+        lo = float(np.nextafter(np.float32(lo), np.float32(np.inf))) if float(
+            np.float32(lo)) < lo else float(np.float32(lo))
+        hi = float(np.nextafter(np.float32(hi), np.float32(-np.inf))) if float(
+            np.float32(hi)) > hi else float(np.float32(hi))
+    elements = st.floats(lo, hi, width=width, allow_nan=False, allow_subnormal=False)
+    return draw(hnp.arrays(np.dtype(dtype), shape, elements=elements))
+
+
+def _ints(draw: Any, shape: tuple[int, ...], lo: int, hi: int,
+          like: Any = np.float32) -> np.ndarray:
+    """Integer counts, int64 beside float64 parameters (what ``jnp`` makes under x64: numpyro's
+    binomial sampler fails on int32 counts with float64 probabilities)."""
+    dtype = np.int64 if np.dtype(like) == np.float64 else np.int32
+    return draw(hnp.arrays(dtype, shape, elements=st.integers(lo, hi)))
+
+
+def constraint_values(
+    draw: Any,
+    constraint: C.Constraint,
+    batch: tuple[int, ...],
+    n: int,
+    dtype: Any = np.float32,
+) -> np.ndarray:
+    """Draw an array in ``constraint`` with batch shape ``batch`` and event size ``n``.
+
+    ``draw`` is hypothesis's draw function (call this inside a `st.composite`). Continuous
+    values are `biject_to(constraint)` of a moderate unconstrained draw (see
+    `stabledist.testing._constraints`). Raises `NotImplementedError` for constraints whose
+    values depend on other parameters (``dependent``), so callers can fall back to a hint.
+    """
+    return constrained_value(
+        constraint, tuple(batch), n, dtype,
+        floats=lambda shape, lo, hi: _floats(draw, shape, lo, hi, np.float64),
+        ints=lambda shape, lo, hi: _ints(draw, shape, lo, hi, dtype),
+    )
+
+
+class Tape:
+    """Structural choices of one draw (shapes, which parametrization, nested classes, static
+    arguments), recorded so that :func:`stacks` can replay them and draw only new values."""
+
+    def __init__(self, replay: Sequence[Any] | None = None) -> None:
+        self.recorded: list[Any] = []
+        self._replay = None if replay is None else iter(replay)
+
+    def pick(self, draw: Any, strategy: Any) -> Any:
+        if self._replay is not None:
+            return next(self._replay)
+        value = draw(strategy)
+        self.recorded.append(value)
+        return value
+
+    def replay(self) -> Tape:
+        return Tape(self.recorded)
+
+
+@dataclass
+class DrawContext:
+    """What a hint needs: hypothesis's ``draw``, the batch shape, an event size, a dtype.
+
+    Structural choices go through :meth:`pick` / :meth:`choice` (recorded on the tape, so a
+    stack of specs shares them); values through :meth:`value` / :meth:`floats` / ``draw``.
+    """
+
+    draw: Any
+    batch: tuple[int, ...]
+    n: int
+    dtype: Any
+    x64: bool
+    tape: Tape
+
+    def value(self, constraint: C.Constraint, batch: tuple[int, ...] | None = None,
+              n: int | None = None) -> np.ndarray:
+        return constraint_values(
+            self.draw, constraint, self.batch if batch is None else batch,
+            self.n if n is None else n, self.dtype,
+        )
+
+    def floats(self, lo: float, hi: float, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        return _floats(self.draw, self.batch if shape is None else shape, lo, hi, self.dtype)
+
+    def pick(self, strategy: Any) -> Any:
+        return self.tape.pick(self.draw, strategy)
+
+    def choice(self, options: Sequence[Any]) -> Any:
+        """One of ``options`` (a structural choice: recorded on the tape)."""
+        return self.pick(st.sampled_from(list(options)))
+
+    def integers(self, lo: int, hi: int) -> int:
+        """A structural integer in ``[lo, hi]`` (recorded on the tape)."""
+        return self.pick(st.integers(lo, hi))
+
+    def boolean(self) -> bool:
+        """A structural boolean (recorded on the tape)."""
+        return self.pick(st.booleans())
+
+    def ints(self, lo: int, hi: int, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        """Integer values in ``[lo, hi]`` (int64 beside float64 parameters)."""
+        return _ints(self.draw, self.batch if shape is None else shape, lo, hi, self.dtype)
+
+    def sub(self, name: str, batch: tuple[int, ...] | None = None) -> DistSpec:
+        """A nested spec of public class ``name`` with this context's dtype and event size."""
+        batch = self.batch if batch is None else batch
+        options = SpecOptions(st.just(batch), st.just(self.n), st.just(self.dtype),
+                              allow_catalog=False)
+        return _draw_spec(self.draw, name, options, self.tape)
+
+
+def draw_mode(cls_or_name: type | str) -> str:
+    """``"generic"``, ``"hinted"`` or ``"catalog"``: how :func:`specs` draws this class."""
+    name = cls_or_name if isinstance(cls_or_name, str) else cls_or_name.__name__
+    if isinstance(cls_or_name, type) and not _is_public(cls_or_name):
+        return "generic"
+    if name in CATALOG_ONLY:
+        return "catalog"
+    if name in HINTS:
+        return "hinted"
+    return "generic"
+
+
+def _is_public(cls: type) -> bool:
+    return getattr(stabledist, cls.__name__, None) is cls or getattr(nd, cls.__name__, None) is cls
+
+
+# ---------------------------------------------------------------------------------------------
+# The spec strategies.
+# ---------------------------------------------------------------------------------------------
+
+DEFAULT_EVENT_SIZES: Any = st.sampled_from([2, 3])
+FLOAT32: Any = st.just(np.float32)
+UNIT_SAMPLE_SHAPES: Any = st.sampled_from([(), (2,)])
+CI_BATCH_SHAPES: Any = st.sampled_from([(), (2,)])
+"""Batch shapes in the default profile: few distinct shapes keep JAX compilations cached."""
+
+WIDE_BATCH_SHAPES: Any = hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3)
+
+
+@dataclass(frozen=True)
+class SpecOptions:
+    """How :func:`specs` draws: strategies of batch shapes, event sizes and dtypes."""
+
+    batch_shapes: Any = CI_BATCH_SHAPES
+    event_sizes: Any = DEFAULT_EVENT_SIZES
+    dtypes: Any = FLOAT32
+    params: Mapping[str, Any] | None = None
+    allow_catalog: bool = True
+    validate_args: bool = True
+
+
+def specs(
+    cls: type | str,
+    *,
+    batch_shapes: Any = CI_BATCH_SHAPES,
+    event_sizes: Any = DEFAULT_EVENT_SIZES,
+    dtypes: Any = FLOAT32,
+    params: Mapping[str, Any] | None = None,
+    allow_catalog: bool = True,
+    validate_args: bool = True,
+) -> Any:
+    """Strategy of :class:`DistSpec` for ``cls`` (a class, or a public name).
+
+    ``params`` overrides how individual constructor arguments are drawn: a value, a
+    hypothesis strategy, or a callable ``(DrawContext) -> value`` (use it for a user's
+    class whose arguments are not described by ``arg_constraints``). ``dtypes`` may include
+    ``np.float64``: such specs must be built and used under ``jax.enable_x64(True)`` (see
+    :meth:`DistSpec.x64_context`).
+    """
+    options = SpecOptions(batch_shapes, event_sizes, dtypes, params, allow_catalog,
+                          validate_args)
+    return st.composite(lambda draw: _draw_spec(draw, cls, options, Tape()))()
+
+
+def stacks(cls: type | str, n: int, **kwargs: Any) -> Any:
+    """Strategy of ``n`` specs with one structure (same tree, same leaf shapes and statics)
+    and independently drawn values: the structural choices of the first are replayed."""
+    options = SpecOptions(**kwargs)
+
+    @st.composite
+    def strategy(draw: Any) -> list[DistSpec]:
+        tape = Tape()
+        out = [_draw_spec(draw, cls, options, tape)]
+        out += [_draw_spec(draw, cls, options, tape.replay()) for _ in range(n - 1)]
+        return out
+
+    return strategy()
+
+
+def _draw_spec(draw: Any, cls: type | str, options: SpecOptions, tape: Tape) -> DistSpec:
+    name = cls if isinstance(cls, str) else cls.__name__
+    user_cls = None if (isinstance(cls, str) or _is_public(cls)) else cls
+    params = options.params
+    dtype = np.dtype(tape.pick(draw, options.dtypes)).type
+    x64 = dtype is np.float64
+    target = user_cls if user_cls is not None else getattr(stabledist, name)
+    if user_cls is None and not params and (
+        name in CATALOG_ONLY or (name not in HINTS and not _derivable(target))
+    ):
+        if not options.allow_catalog:
+            raise ValueError(f"{name} can only be drawn from the catalog")
+        ids = [i for i, _ in catalog.all_builders() if i.split("[")[0] == name]
+        return DistSpec(name, catalog_id=tape.pick(draw, st.sampled_from(ids)), x64=x64,
+                        mode="catalog")
+    batch = tuple(tape.pick(draw, options.batch_shapes))
+    ctx = DrawContext(draw, batch, tape.pick(draw, options.event_sizes), dtype, x64, tape)
+    hinted = user_cls is None and name in HINTS and not params
+    kwargs = HINTS[name](ctx) if hinted else _generic_kwargs(ctx, target, params or {})
+    if options.validate_args and _accepts(target, "validate_args"):
+        kwargs["validate_args"] = True
+    return DistSpec(name, tuple(kwargs.items()), cls=user_cls, x64=x64,
+                    mode="hinted" if hinted else "generic")
+
+
+def _accepts(target: Any, param: str) -> bool:
+    try:
+        return param in inspect.signature(target).parameters
+    except (TypeError, ValueError):  # pragma: no cover
+        return False
+
+
+def _constructor_params(cls: type) -> list[inspect.Parameter]:
+    sig = inspect.signature(cls.__init__)
+    return [
+        p for p in list(sig.parameters.values())[1:]
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "validate_args"
+    ]
+
+
+def _derivable(cls: type) -> bool:
+    """Whether :func:`_generic_kwargs` can build ``cls`` from ``arg_constraints`` alone."""
+    constraints = getattr(cls, "arg_constraints", {})
+    for p in _constructor_params(cls):
+        c = constraints.get(p.name)
+        if c is None and p.default is inspect.Parameter.empty:
+            return False
+        if c is not None and C.is_dependent(c):
+            return False
+    return True
+
+
+def _generic_kwargs(ctx: DrawContext, cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
+    constraints = getattr(cls, "arg_constraints", {})
+    kwargs: dict[str, Any] = {}
+    alternatives: list[str] = []
+    first = True
+    for p in _constructor_params(cls):
+        if p.name in params:
+            kwargs[p.name] = _resolve_param(ctx, params[p.name])
+            continue
+        c = constraints.get(p.name)
+        if c is None:
+            if p.default is inspect.Parameter.empty:
+                raise TypeError(
+                    f"cannot draw {cls.__qualname__}({p.name}=...): it has no "
+                    "arg_constraints entry and no default; pass params={"
+                    f"{p.name!r}: strategy_or_callable}}"
+                )
+            continue
+        if p.default is None:
+            alternatives.append(p.name)
+            continue
+        kwargs[p.name] = _draw_param(ctx, c, full=first)
+        first = False
+    if alternatives:
+        chosen = ctx.choice(alternatives)
+        kwargs[chosen] = _draw_param(ctx, constraints[chosen], full=first)
+    return kwargs
+
+
+def _draw_param(ctx: DrawContext, c: C.Constraint, full: bool) -> np.ndarray:
+    """A value with the full batch shape (``full``) or a random suffix of it (broadcasts)."""
+    if C.is_dependent(c):
+        raise NotImplementedError(
+            f"parameter with dependent constraint {c!r}: give it a hint or params=..."
+        )
+    cut = 0 if full else ctx.pick(st.integers(0, len(ctx.batch)))
+    value = ctx.value(c, batch=ctx.batch[cut:])
+    return value
+
+
+def _resolve_param(ctx: DrawContext, how: Any) -> Any:
+    if isinstance(how, st.SearchStrategy):
+        return ctx.draw(how)
+    if callable(how):
+        return how(ctx)
+    return how
+
+
+def catalog_specs(name: str, x64: bool = False) -> Any:
+    """Strategy of the catalog's examples of public class ``name`` (main example first, then
+    variants; shrinks to the main example). Fixed structure and values: the examples every
+    other test of the suite uses, so their compiled operations are already cached."""
+    ids = [i for i, _ in catalog.all_builders() if i.split("[")[0] == name]
+    if not ids:
+        raise ValueError(f"the catalog has no example of {name!r}")
+    return st.sampled_from(ids).map(lambda i: DistSpec(name, catalog_id=i, x64=x64,
+                                                       mode="catalog"))
+
+
+def distributions(cls: type | str, **kwargs: Any) -> Any:
+    """Strategy of built stable instances of ``cls`` (see :func:`specs` for options)."""
+    return specs(cls, **kwargs).map(lambda s: s.build())
+
+
+# ---------------------------------------------------------------------------------------------
+# Access plans.
+# ---------------------------------------------------------------------------------------------
+
+
+def access_plans(d_or_cls: Any, *, max_steps: int = 8,
+                 sample_shapes: Any = UNIT_SAMPLE_SHAPES) -> Any:
+    """Strategy of :class:`AccessPlan` for a distribution (instance, class or spec).
+
+    Steps read lazy properties (all of the class's, each possibly several times) and call
+    methods; a step that is not defined for the distribution runs as "unsupported".
+    """
+    target = d_or_cls.build() if isinstance(d_or_cls, DistSpec) else d_or_cls
+    names = lazy_names(target)
+    steps: list[Any] = [
+        st.sampled_from(["mean", "variance", "entropy", "log_prob", "cdf"]).map(Step),
+        sample_shapes.map(lambda s: Step("sample", s)),
+        st.sampled_from([0.25, 0.5]).map(lambda q: Step("icdf", q)),
+        st.booleans().map(lambda e: Step("enumerate_support", e)),
+        st.sampled_from([(2,), (1, 2)]).map(lambda s: Step("expand", s)),
+        st.integers(0, 2).map(lambda k: Step("to_event", k)),
+        st.sampled_from([True, False, "array"]).map(lambda m: Step("mask", m)),
+    ]
+    @st.composite
+    def strategy(draw: Any) -> AccessPlan:
+        options = list(steps)
+        if names:
+            options.insert(0, st.sampled_from(names).map(lambda n: Step("lazy", n)))
+        chosen = draw(st.lists(st.one_of(options), max_size=max_steps))
+        return AccessPlan(tuple(chosen))
+
+    return strategy()

@@ -1,0 +1,281 @@
+"""One class, one pytree: whatever parametrization a constructor was given, a stable
+instance's leaves are numpyro's declared data fields, and a value the constructor was given
+is the same instance's value exactly, never a leaf.
+
+Every test compares with numpyro built alike: same leaves (count and shapes), the same
+numbers before and after round trips and ``tree_map`` updates (numpyro recomputes derived
+values from the leaves after a round trip; so does stabledist).
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as nd
+import pytest
+from conftest import BUILDERS
+
+import stabledist as sd
+from stabledist.cache import CACHE
+from stabledist.introspect import lazy_names
+
+pytestmark = pytest.mark.xdist_group("parametrizations")
+
+COV = jnp.array([[2.0, 0.5, 0.2], [0.5, 1.5, 0.3], [0.2, 0.3, 1.0]], dtype=jnp.float32)
+CORR = jnp.array([[1.0, 0.4, 0.1], [0.4, 1.0, -0.3], [0.1, -0.3, 1.0]], dtype=jnp.float32)
+LOC = jnp.array([0.5, -1.0, 2.0], dtype=jnp.float32)
+ROW = jnp.array([2.0, 0.5, 0.2, 0.5], dtype=jnp.float32)
+
+Build = Callable[[Any], nd.Distribution]
+
+# Every keyword alternative numpyro offers for the classes that have more than one, with equal
+# batch and event shapes, so all of a class's alternatives must share one treedef.
+ALTERNATIVES: dict[str, dict[str, Build]] = {
+    "MultivariateNormal": {
+        "covariance_matrix": lambda m: m.MultivariateNormal(LOC, covariance_matrix=COV),
+        "precision_matrix": lambda m: m.MultivariateNormal(LOC, precision_matrix=COV),
+        "scale_tril": lambda m: m.MultivariateNormal(
+            LOC, scale_tril=jnp.linalg.cholesky(COV)),
+    },
+    "Wishart": {
+        "scale_matrix": lambda m: m.Wishart(5.0, scale_matrix=COV),
+        "rate_matrix": lambda m: m.Wishart(5.0, rate_matrix=COV),
+        "scale_tril": lambda m: m.Wishart(5.0, scale_tril=jnp.linalg.cholesky(COV)),
+    },
+    "WishartCholesky": {
+        "scale_matrix": lambda m: m.WishartCholesky(5.0, scale_matrix=COV),
+        "rate_matrix": lambda m: m.WishartCholesky(5.0, rate_matrix=COV),
+        "scale_tril": lambda m: m.WishartCholesky(5.0, scale_tril=jnp.linalg.cholesky(COV)),
+    },
+    "InverseWishart": {
+        "scale_matrix": lambda m: m.InverseWishart(5.0, scale_matrix=COV),
+        "rate_matrix": lambda m: m.InverseWishart(5.0, rate_matrix=COV),
+        "scale_tril": lambda m: m.InverseWishart(5.0, scale_tril=jnp.linalg.cholesky(COV)),
+    },
+    "InverseWishartCholesky": {
+        "scale_matrix": lambda m: m.InverseWishartCholesky(5.0, scale_matrix=COV),
+        "rate_matrix": lambda m: m.InverseWishartCholesky(5.0, rate_matrix=COV),
+        "scale_tril": lambda m: m.InverseWishartCholesky(
+            5.0, scale_tril=jnp.linalg.cholesky(COV)),
+    },
+    "CirculantNormal": {
+        "covariance_row": lambda m: m.CirculantNormal(jnp.zeros(4), covariance_row=ROW),
+        "covariance_rfft": lambda m: m.CirculantNormal(
+            jnp.zeros(4), covariance_rfft=jnp.fft.rfft(ROW).real),
+    },
+    "GaussianCopula": {
+        "correlation_matrix": lambda m: m.GaussianCopula(
+            m.Normal(jnp.zeros(3), 1.0), correlation_matrix=CORR),
+        "correlation_cholesky": lambda m: m.GaussianCopula(
+            m.Normal(jnp.zeros(3), 1.0), correlation_cholesky=jnp.linalg.cholesky(CORR)),
+    },
+}
+CASES = [(cls, how) for cls, alts in ALTERNATIVES.items() for how in alts]
+
+
+def shapes(d: Any) -> list[tuple[int, ...]]:
+    return sorted(jnp.shape(x) for x in jax.tree_util.tree_leaves(d))
+
+
+def lazy_values(d: Any) -> dict[str, Any]:
+    """Every lazy value of ``d`` that numpyro can compute (some raise by design)."""
+    out = {}
+    for name in lazy_names(d):
+        try:
+            out[name] = getattr(d, name)
+        except (NotImplementedError, ValueError):
+            continue
+    return out
+
+
+def assert_same_values(ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        for a, b in zip(jax.tree_util.tree_leaves(ours[name]),
+                        jax.tree_util.tree_leaves(theirs[name]), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
+
+
+@pytest.mark.parametrize("cls", sorted(ALTERNATIVES))
+def test_one_treedef_per_class(cls):
+    """Every alternative constructor gives one tree structure (numpyro also gives one)."""
+    ours = {how: build(sd) for how, build in ALTERNATIVES[cls].items()}
+    theirs = {how: build(nd) for how, build in ALTERNATIVES[cls].items()}
+    trees = {how: jax.tree_util.tree_structure(d) for how, d in ours.items()}
+    assert len(set(trees.values())) == 1, trees
+    for how, d in ours.items():
+        assert shapes(d) == shapes(theirs[how]), how
+        lazy_values(d)  # reading lazy values changes nothing
+        assert jax.tree_util.tree_structure(d) == trees[how]
+
+
+@pytest.mark.parametrize(("cls", "how"), CASES)
+def test_given_value_is_exact_and_round_trip_recomputes(cls, how):
+    """The instance reads what its constructor was given (as numpyro's does); an instance
+    rebuilt from the leaves recomputes it from them (as numpyro's round trip does)."""
+    ours, theirs = ALTERNATIVES[cls][how](sd), ALTERNATIVES[cls][how](nd)
+    assert list(ours.get_args()) == list(theirs.get_args())  # before reads grow numpyro's
+    assert_same_values(lazy_values(ours), lazy_values(theirs))
+    ours_back = jax.tree_util.tree_unflatten(*reversed(jax.tree_util.tree_flatten(ours)))
+    theirs_back = jax.tree_util.tree_unflatten(*reversed(jax.tree_util.tree_flatten(theirs)))
+    assert not CACHE.seeded(ours_back)
+    assert_same_values(lazy_values(ours_back), lazy_values(theirs_back))
+
+
+def test_get_args_does_not_grow_with_reads():
+    ours = sd.MultivariateNormal(LOC, covariance_matrix=COV)
+    theirs = nd.MultivariateNormal(LOC, covariance_matrix=COV)
+    assert list(ours.get_args()) == list(theirs.get_args())
+    ours.precision_matrix, theirs.precision_matrix  # noqa: B018
+    assert "precision_matrix" in theirs.get_args()  # numpyro's answer grows with reads
+    assert "precision_matrix" not in ours.get_args()
+
+
+@pytest.mark.parametrize(("cls", "how"), CASES)
+def test_copies_and_pickles_carry_given_values(cls, how):
+    d = ALTERNATIVES[cls][how](sd)
+    given = CACHE.seeded(d)
+    for other in (copy.copy(d), copy.deepcopy(d), pickle.loads(pickle.dumps(d))):
+        assert jax.tree_util.tree_structure(other) == jax.tree_util.tree_structure(d)
+        assert_same_values(CACHE.seeded(other), given)
+        assert_same_values(lazy_values(other), lazy_values(d))
+
+
+@pytest.mark.parametrize(("cls", "how"), CASES)
+def test_tree_map_update_recomputes_from_leaves(cls, how):
+    """An optimizer step (a ``tree_map``) makes a new instance whose lazy values come from the
+    new leaves, as in numpyro (a leaf holding the old covariance would disagree)."""
+
+    def step(x):
+        return x * 1.25 if jnp.issubdtype(jnp.result_type(x), jnp.floating) else x
+
+    ours = jax.tree_util.tree_map(step, ALTERNATIVES[cls][how](sd))
+    theirs = jax.tree_util.tree_map(step, ALTERNATIVES[cls][how](nd))
+    assert_same_values(lazy_values(ours), lazy_values(theirs))
+
+
+def kalman_step(m: Any, carry: Any, y: jax.Array) -> tuple[Any, jax.Array]:
+    """One predict/update step of a 3-d random-walk Kalman filter: the carry starts as
+    ``MVN(covariance_matrix=P0)`` and comes back as ``MVN(scale_tril=...)``."""
+    q = 0.1 * jnp.eye(3)
+    pred_cov = carry.covariance_matrix + q
+    gain = pred_cov @ jnp.linalg.inv(pred_cov + jnp.eye(3))
+    loc = carry.loc + gain @ (y - carry.loc)
+    cov = (jnp.eye(3) - gain) @ pred_cov
+    cov = (cov + cov.T) / 2
+    log_lik = m.MultivariateNormal(carry.loc, pred_cov + jnp.eye(3)).log_prob(y)
+    return m.MultivariateNormal(loc, scale_tril=jnp.linalg.cholesky(cov)), log_lik
+
+
+def test_kalman_scan_carry_across_parametrizations():
+    ys = jax.random.normal(jax.random.PRNGKey(0), (5, 3))
+    out = {}
+    for m in (nd, sd):
+        init = m.MultivariateNormal(LOC, covariance_matrix=COV)
+        final, log_liks = jax.lax.scan(lambda c, y, m=m: kalman_step(m, c, y), init, ys)
+        out[m] = (final.loc, final.scale_tril, log_liks)
+    for a, b in zip(out[nd], out[sd], strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_cond_and_while_across_parametrizations():
+    def pick(m: Any, flag: jax.Array) -> Any:
+        return jax.lax.cond(
+            flag,
+            lambda: m.MultivariateNormal(LOC, covariance_matrix=COV),
+            lambda: m.MultivariateNormal(LOC, precision_matrix=COV),
+        )
+
+    def loop(m: Any) -> Any:
+        def body(state):
+            i, d = state
+            return i + 1, m.MultivariateNormal(d.loc + 1.0, scale_tril=d.scale_tril)
+
+        init = (0, m.MultivariateNormal(LOC, covariance_matrix=COV))
+        return jax.lax.while_loop(lambda s: s[0] < 3, body, init)[1]
+
+    for flag in (True, False):
+        ours, theirs = jax.jit(pick, static_argnums=0)(sd, flag), pick(nd, jnp.asarray(flag))
+        assert_same_values(lazy_values(ours), lazy_values(theirs))
+    assert_same_values(lazy_values(loop(sd)), lazy_values(loop(nd)))
+
+
+def test_stack_guide_posterior_with_user_built_mvn():
+    """``tree_map(jnp.stack)`` over a guide's posterior and a user-built MVN (numpyro's
+    autoguide builds ``scale_tril=``, the user ``covariance_matrix=``)."""
+    from numpyro.infer import SVI, Trace_ELBO
+    from numpyro.infer.autoguide import AutoMultivariateNormal
+
+    def model():
+        numpyro.sample("x", sd.Normal(jnp.zeros(3), 1.0).to_event(1))
+
+    guide = AutoMultivariateNormal(model)
+    svi = SVI(model, guide, numpyro.optim.Adam(0.1), Trace_ELBO())
+    params = svi.get_params(svi.init(jax.random.PRNGKey(0)))
+    with sd.stable_internals():
+        posterior = guide.get_posterior(params)
+    user = sd.MultivariateNormal(LOC, covariance_matrix=COV)
+    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), posterior, user)
+    assert stacked.batch_shape == () and stacked.loc.shape == (2, 3)
+    np.testing.assert_array_equal(stacked.covariance_matrix[1], user.scale_tril @ user.scale_tril.T)
+
+
+def test_vmap_over_alternative_parametrization():
+    """numpyro's ``batch_util.vmap_over`` axes for an MVN given ``covariance_matrix=``."""
+    from numpyro.distributions.batch_util import vmap_over
+
+    out = {}
+    for m in (nd, sd):
+        def make(loc, m=m):
+            return m.MultivariateNormal(loc, covariance_matrix=COV[:2, :2])
+
+        d = make(jnp.zeros(2))
+        axes = vmap_over(d, loc=0)
+        batched = jax.vmap(make, out_axes=axes)(jnp.ones((4, 2)))
+        out[m] = batched
+        assert batched.covariance_matrix.shape == (2, 2)
+        assert batched.loc.shape == (4, 2)
+    assert shapes(out[sd]) == shapes(out[nd])
+
+
+def test_validate_args_survives_round_trips_under_the_global_default():
+    """Deliberate difference: numpyro's round trip sets ``_validate_args = None`` on an
+    instance built under ``numpyro.enable_validation()``, switching validation off."""
+    numpyro.enable_validation(True)
+    try:
+        ours, theirs = sd.Normal(0.0, 1.0), nd.Normal(0.0, 1.0)
+        for d in (ours, theirs):
+            assert d._validate_args is True
+        back = {m: jax.tree_util.tree_unflatten(*reversed(jax.tree_util.tree_flatten(d)))
+                for m, d in ((sd, ours), (nd, theirs))}
+        assert back[sd]._validate_args is True
+        assert back[nd]._validate_args is None  # numpyro drops it
+    finally:
+        numpyro.enable_validation(False)
+    explicit = sd.Normal(0.0, 1.0, validate_args=True)
+    back = jax.jit(lambda d: d)(explicit)
+    assert back._validate_args is True
+
+
+@pytest.mark.parametrize(("name", "builder"), BUILDERS, ids=[i for i, _ in BUILDERS])
+def test_numpyro_leaves(name, builder):
+    """A stable instance has numpyro's leaves: same count and shapes (the order is ours)."""
+    assert shapes(builder(sd)) == shapes(builder(nd)), name
+
+
+def test_levy_support_is_derived_and_survives_round_trips():
+    ours, theirs = sd.Levy(1.0, 2.0), nd.Levy(1.0, 2.0)
+    assert len(jax.tree_util.tree_leaves(ours)) == len(jax.tree_util.tree_leaves(theirs)) == 2
+    back = jax.jit(lambda d: d)(ours)
+    assert float(back.support.lower_bound) == 1.0
+    moved = jax.tree_util.tree_map(lambda x: x + 1.0, ours)
+    assert float(moved.support.lower_bound) == 2.0
+    theirs_back = jax.jit(lambda d: d)(theirs)
+    assert theirs_back.support is None  # numpyro's round trip loses it
