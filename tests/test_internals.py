@@ -121,8 +121,8 @@ def test_guide_sites_and_predictive_are_stable(guide_cls):
         sites = site_distributions(handlers.substitute(guide, data=params))
         fn = batched_model if "Batched" in guide_cls.__name__ else model
         ours = Predictive(fn, guide=guide, params=params, num_samples=4)(jax.random.PRNGKey(3))
-    for fn in sites.values():
-        assert_all_stable(fn)
+    for site_fn in sites.values():
+        assert_all_stable(site_fn)
     theirs = Predictive(fn, guide=guide, params=params, num_samples=4)(jax.random.PRNGKey(3))
     assert ours.keys() == theirs.keys() and "y" in ours
     for name in ours:
