@@ -15,7 +15,7 @@ OLDEST_PINS := numpyro==0.21.0 jax==0.7.0 jaxlib==0.7.0
 OLDEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py
 
-.PHONY: bench test typecheck stubs test-properties test-oldest docs clean
+.PHONY: bench test test-integration typecheck stubs test-properties test-oldest docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,13 @@ XDIST := -n auto --dist loadgroup
 test: $(STAMP)
 	$(PY) -m ruff check .
 	$(MAKE) typecheck
-	$(PY) -m pytest $(XDIST) $(ARGS)
+	$(PY) -m pytest $(XDIST) -m "not integration" $(ARGS)
+
+# The tests that start fresh processes or environments (marked `integration`): the wheel in a
+# new venv, pyright and mypy on a user's file, every docs page on its own, two jax.distributed
+# processes, the benchmark's smoke run. CI runs them after `make test`.
+test-integration: $(STAMP)
+	$(PY) -m pytest $(XDIST) -m integration $(ARGS)
 
 # pyright (standard mode, configured in pyproject.toml) on the package, stubs included.
 typecheck: $(STAMP)

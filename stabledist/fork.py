@@ -47,6 +47,7 @@ __all__ = ["Distribution", "is_stable", "make_stable", "stabilize", "stable_clas
 D = TypeVar("D", bound=type)
 
 _mirrors: dict[type, type] = {}  # numpyro (or user) class -> its stable subclass
+_sources: weakref.WeakKeyDictionary[type, type] = weakref.WeakKeyDictionary()  # the reverse
 _mirrors_lock = threading.RLock()
 
 
@@ -136,9 +137,8 @@ def _build_stable_class(cls: type) -> None:
             for kind, names in EXTRA_FIELDS.get(base.__name__, {}).items():
                 extra[kind].extend(names)
         hybrid.update(vars(base).get("pytree_hybrid_fields", {}))
-    table = field_table(
-        cls, hybrid, extra["data"], extra["aux"], extra["list_aux"], derived=tuple(derived)
-    )
+    table = field_table(cls, hybrid, extra["data"], extra["aux"], extra["list_aux"],
+                        derived=tuple(derived), own_flatten=own is not None)
     if own is not None:
         own = (_checked_own_flatten(cls, own[0]), own[1])
     register(cls, table, own)
@@ -286,6 +286,7 @@ def stable_class(cls: type[Any]) -> type[Any]:
             }
             mirror = StableMeta(cls.__name__, (*bases, cls), namespace)
             _mirrors[cls] = mirror
+            _sources[mirror] = cls
     return mirror
 
 
@@ -377,6 +378,12 @@ def wrap_factory(factory: Callable[..., Any]) -> Callable[..., Any]:
     return stable_factory
 
 
+def _from_source(source: type) -> Any:
+    """Unpickling: a bare instance of ``source``'s stable class (its state follows)."""
+    cls: Any = stable_class(source)
+    return cls.__new__(cls)
+
+
 class _SkipNumpyroRegistration(_NumpyroDistribution):
     """Stops numpyro's ``__init_subclass__`` (an MRO-walking, set-ordered pytree registration)
     for every class below, which `Distribution` registers itself."""
@@ -432,6 +439,14 @@ class Distribution(_SkipNumpyroRegistration, _NumpyroDistribution, metaclass=Sta
         vars(self).update(state)
         for name, value in seeded.items():
             CACHE.seed(self, name, value)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """A mirror made by `make_stable(cls)` shares ``cls``'s name, so pickle cannot find it
+        by name: it is pickled as "the stable class of ``cls``" (numpyro's mirrors too)."""
+        source = _sources.get(type(self))
+        if source is None:
+            return super().__reduce_ex__(protocol)
+        return _from_source, (source,), self.__getstate__()
 
     def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         """``(leaves, aux)`` by the class's field table, in declaration order."""

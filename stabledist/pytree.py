@@ -76,6 +76,7 @@ def field_table(
     extra_aux: Sequence[str] = (),
     list_aux: Sequence[str] = (),
     derived: Sequence[str] = (),
+    own_flatten: bool = False,
 ) -> FieldTable:
     """Gather the field table of ``cls`` in declaration order.
 
@@ -84,7 +85,9 @@ def field_table(
     first-seen order instead of a ``set``: the data fields are exactly numpyro's, so a stable
     instance has numpyro's leaves. ``extra_data`` / ``extra_aux`` add attributes a constructor
     sets and numpyro's tree drops (an ``extra_data`` name is data even where a class declares
-    it aux); ``derived`` names are recomputed from the leaves, so they are neither.
+    it aux); ``derived`` names are recomputed from the leaves, so they are neither. With
+    ``own_flatten`` (a user class with its own ``tree_flatten``, which decides what is static),
+    a name declared both data and aux is in both, as in numpyro.
     """
     data: dict[str, None] = {}
     aux: dict[str, None] = dict.fromkeys(_BASE_AUX)
@@ -112,7 +115,7 @@ def field_table(
     both = [name for name in data if name in aux]
     hybrid = dict(hybrid or {})
     unknown = [name for name in both if name not in hybrid]
-    if unknown:
+    if unknown and not own_flatten:
         raise TypeError(
             f"{cls.__qualname__} declares {unknown} as both pytree data and aux fields; "
             "stabledist needs to know when such a field is static: pass "

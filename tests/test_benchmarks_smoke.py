@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import BENCHMARKS, PROFILES  # noqa: E402 - after the path is set
 
-pytestmark = pytest.mark.xdist_group("benchmarks-smoke")  # one worker runs the suite once
+# one worker runs the suite once; fresh processes: `make test-integration` (CI)
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("benchmarks-smoke")]
 
 
 @pytest.fixture(scope="module")

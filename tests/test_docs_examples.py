@@ -88,6 +88,9 @@ for block in code_blocks(page):
     if not block.skip:
         exec(compile("\\n" * (block.line - 1) + block.source, str(page), "exec"), namespace)
 from numpyro.primitives import _PYRO_STACK
+
+# starts fresh processes or environments: `make test-integration` (CI), not `make test`
+pytestmark = pytest.mark.integration
 assert not _PYRO_STACK, "the page left numpyro handlers on the stack"
 """
 # What the test suite sets (tests/conftest.py) and a reader's shell does not.

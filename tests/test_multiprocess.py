@@ -31,7 +31,8 @@ import numpy as np
 import numpyro.distributions as nd
 import pytest
 
-pytestmark = pytest.mark.xdist_group("multiprocess")  # one pytest worker starts them all
+# one pytest worker starts them all; fresh processes: `make test-integration` (CI)
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("multiprocess")]
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ("0", "2")  # numpyro's field orders differ under these (checked below)

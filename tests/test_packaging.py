@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+# starts fresh processes or environments: `make test-integration` (CI), not `make test`
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parent.parent
 
 MODEL = textwrap.dedent(

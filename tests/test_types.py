@@ -23,6 +23,9 @@ USER_FILE = ROOT / "tests" / "typecheck" / "user_code.py"
 sys.path.insert(0, str(ROOT / "tools"))
 import generate_stubs  # noqa: E402
 
+# starts fresh processes or environments: `make test-integration` (CI), not `make test`
+pytestmark = pytest.mark.integration
+
 # line of user_code.py -> what each checker must reveal there (a substring).
 PYRIGHT_REVEALS = {
     "stabledist.MultivariateNormal)": 'is "type[MultivariateNormal]"',

@@ -19,6 +19,8 @@ from numpyro.distributions import constraints as C  # noqa: N812 - constraint na
 
 from stabledist.introspect import lazy_names, upstream_class
 
+__all__ = ["StabilityError", "describe", "destabilize", "stack", "valid_value"]
+
 UNSUPPORTED = (NotImplementedError, ImportError)
 """A method raising one of these is "not defined" for that distribution (numpyro raises
 ImportError where an optional dependency, tensorflow_probability, would be needed)."""
