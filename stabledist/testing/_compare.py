@@ -246,7 +246,8 @@ def reference(d: Any, key: jax.Array | None = None, value: Any = None) -> Refere
     for m in ("mean", "variance", "log_prob"):
         try:
             v = d.log_prob(value) if m == "log_prob" else getattr(d, m)
-        except (*UNSUPPORTED, ValueError, TypeError):
+        except (*UNSUPPORTED, ValueError, TypeError, IndexError):  # IndexError: a value of
+            # the wrong shape (callers that only want the lazy values pass a scalar)
             continue
         if m == "log_prob" and value is None:
             continue
