@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import os
 import re
 import subprocess
@@ -73,24 +74,21 @@ def code_blocks(path: Path) -> list[Block]:
     return blocks
 
 
+# starts fresh processes or environments: `make test-integration` (CI), not `make test`
+pytestmark = pytest.mark.integration
+
 PAGES = sorted(p for p in [*DOCS.rglob("*.md"), ROOT / "README.md"]
                if any(not b.skip for b in code_blocks(p)))
 
 # Runs the blocks of one page in order, in one namespace, then checks numpyro's handler stack.
+# The blocks come as JSON, so the runner imports nothing before the page does (a page that sets
+# XLA_FLAGS before importing jax must be the first to touch jax, as in a reader's script).
 RUNNER = """
-import sys
-from pathlib import Path
-sys.path.insert(0, {tests!r})
-from test_docs_examples import code_blocks
-page = Path({page!r})
+import json
 namespace = {{"__name__": "__main__"}}
-for block in code_blocks(page):
-    if not block.skip:
-        exec(compile("\\n" * (block.line - 1) + block.source, str(page), "exec"), namespace)
+for line, source, path in json.load(open({blocks!r})):
+    exec(compile("\\n" * (line - 1) + source, path, "exec"), namespace)
 from numpyro.primitives import _PYRO_STACK
-
-# starts fresh processes or environments: `make test-integration` (CI), not `make test`
-pytestmark = pytest.mark.integration
 assert not _PYRO_STACK, "the page left numpyro handlers on the stack"
 """
 # What the test suite sets (tests/conftest.py) and a reader's shell does not.
@@ -103,7 +101,10 @@ def test_page_examples_run(page: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in SUITE_ENV
            and not k.startswith(("PYTEST_", "HYPOTHESIS"))}
     env["PYTHONPATH"] = str(ROOT)  # this checkout's stabledist, as an installed one would be
-    script = RUNNER.format(tests=str(ROOT / "tests"), page=str(page))
+    blocks = tmp_path / "blocks.json"
+    blocks.write_text(json.dumps([(b.line, b.source, str(page)) for b in code_blocks(page)
+                                  if not b.skip]))
+    script = RUNNER.format(blocks=str(blocks))
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, cwd=tmp_path, timeout=600)
     assert run.returncode == 0, f"{page.relative_to(ROOT)} failed on its own:\n{run.stderr}"

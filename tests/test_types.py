@@ -36,7 +36,7 @@ PYRIGHT_REVEALS = {
     "handlers.seed)": 'is "type[seed]"',
     "handlers.trace)": 'is "type[trace]"',
     "check_stable)": 'is "(factory: Any, *, properties: Iterable[str]',
-    "PROPERTIES)": 'is "tuple[str, ...]"',
+    "PROPERTIES)": 'is "dict[str, Property]"',
 }
 MYPY_REVEALS = {
     "stabledist.MultivariateNormal)": "-> stabledist.continuous.MultivariateNormal",
@@ -46,8 +46,8 @@ MYPY_REVEALS = {
     ".mean)": '"jax._src.basearray.Array"',
     "handlers.seed)": "-> stabledist.handlers.seed",
     "handlers.trace)": "-> numpyro.handlers.trace",
-    "check_stable)": "-> stabledist.testing.check.StabilityReport",
-    "PROPERTIES)": "tuple[str, ...]",
+    "check_stable)": "-> stabledist.testing._stable.StabilityReport",
+    "PROPERTIES)": "dict[str, stabledist.testing._registry.Property]",
 }
 EXPECTED_ERRORS = {"scael", "lowe"}
 

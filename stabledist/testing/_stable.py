@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import jax
 import numpyro.distributions as nd
@@ -79,7 +79,7 @@ def check_stable(
         found: list[AccessPlan] = []
 
         @settings(max_examples=max_examples, database=None, deadline=None,
-                  suppress_health_check=[*HealthCheck.__members__.values()])
+                  suppress_health_check=cast(Any, list(HealthCheck)))
         @given(access_plans(d, max_steps=plan_steps))
         def pick(plan: AccessPlan) -> None:
             found.append(plan)
