@@ -279,3 +279,13 @@ def test_levy_support_is_derived_and_survives_round_trips():
     assert float(moved.support.lower_bound) == 2.0
     theirs_back = jax.jit(lambda d: d)(theirs)
     assert theirs_back.support is None  # numpyro's round trip loses it
+
+
+def test_clear_cache_keeps_given_values():
+    """A value the constructor was given is instance state: `clear_cache` drops computed values
+    only (found by the mutation pass: nothing else failed when clear dropped given values)."""
+    d = sd.MultivariateNormal(LOC, covariance_matrix=COV)
+    d.precision_matrix  # noqa: B018 - a computed value
+    sd.clear_cache()
+    assert set(CACHE.cached(d)) == {"covariance_matrix"}
+    assert d.covariance_matrix is COV
