@@ -49,14 +49,14 @@ def fresh_copy(template: Any) -> Any:
     """A new instance with ``template``'s constructor state, as if just constructed.
 
     numpyro keeps lazy values a constructor computed in ``__dict__`` (copied here); stabledist
-    keeps them in the cache under the template's identity, so they are re-seeded for the
+    keeps them in the cache as the template's seeded values, so they are seeded for the
     copy (untimed), otherwise the copy would pay for values a real fresh instance has.
     """
     cls = type(template)
     copy = cls.__new__(cls)
     copy.__dict__.update(template.__dict__)
-    for name, value in CACHE.cached(template).items():
-        CACHE.adopt(copy, name, value)
+    for name, value in CACHE.seeded(template).items():
+        CACHE.seed(copy, name, value)
     return copy
 
 

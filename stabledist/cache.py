@@ -9,11 +9,11 @@ weak reference, so:
 * the instance never changes: its pytree and ``vars()`` are the same whatever was read;
 * an entry disappears the moment its instance is garbage-collected;
 * a value is computed at most once per instance, also when several threads race for it;
-* a lazy value of a distribution with concrete parameters is computed eagerly, op by op (under
-  `jax.ensure_compile_time_eval`), even when first read inside ``jit``/``vmap``/``grad``: it is
-  numpyro's eager value bit for bit, it is cached, and it enters the trace as a constant; a
-  value computed from tracers is returned without being cached, so no tracer outlives its
-  trace;
+* a lazy value of a distribution with concrete parameters first read inside ``jit``/``vmap``/
+  ``grad`` is either *hoisted* - computed eagerly, op by op (numpyro's eager value bit for
+  bit), cached, entering the trace as a constant - when it does more than elementwise work
+  (`stabledist.hoisting`), or computed in the trace exactly as numpyro does; a value computed
+  from tracers is returned without being cached, so no tracer outlives its trace;
 * a value the constructor was *given* or computed as an alternative parametrization
   (``MultivariateNormal(covariance_matrix=C)``) is *seeded*: it is state of that instance, kept
   exactly (tracer or not, it lives and dies with the instance, as its leaves do), survives
@@ -23,7 +23,6 @@ weak reference, so:
 
 from __future__ import annotations
 
-import functools
 import threading
 import weakref
 from collections.abc import Callable
@@ -35,16 +34,22 @@ import numpy as np
 from jax.core import Tracer
 from numpyro.distributions.util import lazy_property as _numpyro_lazy_property
 
+from stabledist.hoisting import worth_hoisting
+
 __all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", "clear_cache"]
 
-try:  # jax's own "no trace is active" test (no public equivalent that works inside a trace)
-    from jax._src.core import trace_state_clean as _eager
-except ImportError as error:  # pragma: no cover - a jax release stabledist has not seen
+# jax's own "no trace is active" test, inlined (no public equivalent that works inside a
+# trace): the state `jax._src.core.trace_state_clean` reads
+from jax._src import core as _core
+
+if not all(hasattr(_core, n) for n in ("trace_ctx", "eval_trace", "top_axis_env")) or not \
+        hasattr(_core.trace_ctx, "axis_env"):  # pragma: no cover - a jax release not seen yet
     raise ImportError(
-        "stabledist needs jax._src.core.trace_state_clean to tell eager code from traced code; "
-        "this jax release does not have it. Install a jax version stabledist supports (see "
-        "README) or report this; guessing would silently change numerics."
-    ) from error
+        "stabledist needs jax._src.core.trace_ctx/eval_trace/top_axis_env to tell eager code "
+        "from traced code; this jax release does not have them. Install a jax version "
+        "stabledist supports (see README) or report this; guessing would silently change "
+        "numerics."
+    )
 
 
 T = TypeVar("T")
@@ -58,17 +63,16 @@ class CacheInfo(NamedTuple):
     values: int
 
 
-class _Entry:
-    """One live instance's bookkeeping: the per-property tables that hold its values, the lock
-    that makes each computation happen once, and the weak reference whose callback drops it."""
+class _Owner(weakref.ref):  # type: ignore[type-arg]
+    """The weak reference to an instance that has values in the cache, and the bookkeeping
+    its death needs: the instance's key, the names it has values for, and which of them its
+    constructor seeded. One object per instance with values, made in C (no Python
+    ``__init__``); its callback drops every value of the instance."""
 
-    __slots__ = ("lock", "ref", "seeded", "tables")
-
-    def __init__(self) -> None:
-        self.tables: dict[str, dict[int, Any]] = {}  # name -> the property's value table
-        self.lock = threading.RLock()  # re-entrant: one lazy value may read another
-        self.ref: weakref.ref[Any] | None = None
-        self.seeded: frozenset[str] = frozenset()  # names the constructor set
+    __slots__ = ("key", "names", "seeded")
+    key: int
+    names: set[str]
+    seeded: frozenset[str]
 
 
 class LazyValueCache:
@@ -77,37 +81,53 @@ class LazyValueCache:
     Each lazy property owns a table ``id(instance) -> value``, so a hit is one dict lookup.
     Keys are ids, not instances, so distributions need neither ``__hash__`` nor ``__eq__``; an
     instance's weak-reference callback removes its values from every table when it dies,
-    before its ``id`` can be reused.
+    before its ``id`` can be reused. The weak reference is made when the instance's first
+    value is stored, never for instances whose lazy values are not read.
+
+    One re-entrant lock serialises misses (a value may read another, of the same instance
+    or not): a value is computed at most once even when threads race for it, and a hit
+    takes no lock at all.
     """
 
     def __init__(self) -> None:
-        self._entries: dict[int, _Entry] = {}
         self._tables: dict[str, dict[int, Any]] = {}
-        self._lock = threading.Lock()
+        self._owners: dict[int, _Owner] = {}
+        self.lock = threading.RLock()
 
     def table(self, name: str) -> dict[int, Any]:
         """The value table of the lazy property ``name`` (shared by all classes)."""
-        with self._lock:
+        with self.lock:
             return self._tables.setdefault(name, {})
 
-    def get_or_compute(self, instance: T, name: str, compute: Callable[[T], Any]) -> Any:
-        """Return the value of ``name``, computing it once and caching it if it is concrete."""
-        table = self._tables.get(name) or self.table(name)
-        entry = self._entry(instance)
-        with entry.lock:
-            value = table.get(id(instance), _MISSING)
+    def get_or_compute(self, instance: T, name: str, compute: Callable[[T], Any],
+                       table: dict[int, Any] | None = None) -> Any:
+        """Return the value of ``name``, computing it once and caching it if it is concrete.
+
+        Eagerly: computed and cached. Under a trace, with concrete leaves: computed eagerly
+        and cached (hoisted) if `stabledist.hoisting.worth_hoisting` says so, else computed
+        in the trace as numpyro does. With traced leaves: computed in the trace, not cached.
+        """
+        if table is None:
+            table = self._tables.get(name) or self.table(name)
+        key = id(instance)
+        with self.lock:
+            value = table.get(key, _MISSING)
             if value is not _MISSING:
                 return value
-            if _eager() or not _is_concrete(jax.tree_util.tree_leaves(instance)):
-                # eager: nothing to hoist; traced leaves: compute in the trace, as numpyro does
-                # (ensure_compile_time_eval there breaks e.g. shard_map's varying axes)
+            ctx = _core.trace_ctx
+            if ctx.trace is _core.eval_trace and ctx.axis_env is _core.top_axis_env:
                 value = compute(instance)
-            else:  # concrete leaves under a trace: numpyro's eager value, hoisted as a constant
-                with jax.ensure_compile_time_eval():
+            else:
+                leaves, treedef = jax.tree_util.tree_flatten(instance)
+                if not _is_concrete(leaves) or not worth_hoisting(
+                        instance, name, compute, leaves, treedef):
+                    # numpyro's in-trace value (ensure_compile_time_eval with traced leaves
+                    # would break e.g. shard_map's varying axes)
+                    return compute(instance)
+                with jax.ensure_compile_time_eval():  # numpyro's eager value, a constant
                     value = compute(instance)
-            if _is_concrete(value):
-                table[id(instance)] = value
-                entry.tables[name] = table
+            if type(value) in _CONCRETE_TYPES or _is_concrete(value):
+                self._store(instance, key, name, table, value)
             return value
 
     def seed(self, instance: object, name: str, value: Any) -> None:
@@ -115,69 +135,68 @@ class LazyValueCache:
         parametrization): kept even if traced, since it lives exactly as long as the instance
         and its leaves; read back as is; kept by `clear`."""
         table = self._tables.get(name) or self.table(name)
-        entry = self._entry(instance)
-        with entry.lock:
-            table[id(instance)] = value
-            entry.tables[name] = table
-            entry.seeded = entry.seeded | {name}
+        with self.lock:
+            owner = self._store(instance, id(instance), name, table, value)
+            owner.seeded = owner.seeded | {name}
 
     def seeded(self, instance: object) -> dict[str, Any]:
         """The values the constructor of ``instance`` set (empty if none)."""
-        entry = self._entries.get(id(instance))
-        if entry is None or not entry.seeded:
+        owner = self._owners.get(id(instance))
+        if owner is None or not owner.seeded:
             return {}
         key = id(instance)
-        return {name: entry.tables[name][key] for name in entry.seeded}
+        return {name: self._tables[name][key] for name in owner.seeded}
 
     def cached(self, instance: object) -> dict[str, Any]:
         """A copy of the values held for ``instance``, seeded or computed (empty if none)."""
-        entry = self._entries.get(id(instance))
-        if entry is None:
+        owner = self._owners.get(id(instance))
+        if owner is None:
             return {}
         key = id(instance)
-        return {name: table[key] for name, table in entry.tables.items() if key in table}
+        tables = self._tables
+        return {name: tables[name][key] for name in list(owner.names) if key in tables[name]}
 
     def clear(self) -> None:
         """Forget every computed value (live instances recompute on their next read); values
         a constructor seeded are instance state and stay."""
-        with self._lock:
-            for key, entry in list(self._entries.items()):
-                with entry.lock:
-                    for name in [n for n in entry.tables if n not in entry.seeded]:
-                        entry.tables.pop(name).pop(key, None)
-                if not entry.tables:
-                    del self._entries[key]
+        with self.lock:
+            for key, owner in list(self._owners.items()):
+                for name in owner.names - owner.seeded:
+                    self._tables[name].pop(key, None)
+                owner.names &= owner.seeded
+                if not owner.names:
+                    del self._owners[key]
 
     def info(self) -> CacheInfo:
-        return CacheInfo(len(self._entries), sum(len(t) for t in list(self._tables.values())))
+        return CacheInfo(len(self._owners), sum(len(t) for t in list(self._tables.values())))
 
-    def _entry(self, instance: object) -> _Entry:
-        key = id(instance)
-        entry = self._entries.get(key)
-        if entry is not None:
-            return entry
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                entry = _Entry()
-                try:
-                    entry.ref = weakref.ref(instance, functools.partial(self._drop, key))
-                except TypeError:
-                    raise TypeError(
-                        f"{type(instance).__name__} instances cannot be weakly referenced "
-                        "(a __slots__ without '__weakref__'?), so their lazy values cannot be "
-                        "cached externally"
-                    ) from None
-                self._entries[key] = entry
-            return entry
+    def _store(self, instance: object, key: int, name: str, table: dict[int, Any],
+               value: Any) -> _Owner:
+        owner = self._owners.get(key)
+        if owner is None:
+            try:
+                owner = _Owner(instance, self._release)
+            except TypeError:
+                raise TypeError(
+                    f"{type(instance).__name__} instances cannot be weakly referenced "
+                    "(a __slots__ without '__weakref__'?), so their lazy values cannot be "
+                    "cached externally"
+                ) from None
+            owner.key, owner.names, owner.seeded = key, set(), frozenset()
+            self._owners[key] = owner
+        table[key] = value
+        owner.names.add(name)
+        return owner
 
-    def _drop(self, key: int, ref: weakref.ref[Any]) -> None:
-        entries = self._entries
-        entry = entries.get(key)
-        if entry is not None and entry.ref is ref:
-            del entries[key]
-            for table in entry.tables.values():
-                table.pop(key, None)
+    def _release(self, owner: _Owner) -> None:
+        """Weak-reference callback: the instance died; drop its values (no lock: it may run
+        in any thread, at any allocation, and dict operations are atomic)."""
+        key = owner.key
+        if self._owners.get(key) is owner:
+            del self._owners[key]
+        tables = self._tables
+        for name in owner.names:
+            tables[name].pop(key, None)
 
 
 _CONCRETE_TYPES = frozenset({float, int, bool, np.ndarray, type(jnp.zeros(()))})
@@ -205,29 +224,45 @@ def clear_cache() -> None:
     CACHE.clear()
 
 
-class cached_lazy_property(_numpyro_lazy_property, Generic[T]):  # noqa: N801 - a decorator
+class cached_lazy_property(property, _numpyro_lazy_property, Generic[T]):  # noqa: N801
     """A numpyro ``lazy_property`` whose value lives in `CACHE`, not in ``__dict__``.
 
     It subclasses numpyro's descriptor so numpyro code that recognises lazy properties
-    (``get_args``, ``gather_pytree_data_fields``) keeps treating it as one. It is a non-data
-    descriptor: a value a constructor stores under the same name wins, as it does upstream.
+    (``get_args``, ``gather_pytree_data_fields``) keeps treating it as one. It is also a
+    ``property`` over a small reader: a hit goes through the C-level property getter (one
+    call, one dict lookup), not a Python ``__get__``. As a data descriptor it receives what
+    a constructor assigns under its name (``self.covariance_matrix = ...`` in numpyro's
+    ``MultivariateNormal``): that value is seeded in the cache as the instance's own, read
+    back exactly, which is what numpyro's ``__dict__`` assignment achieves upstream.
     """
 
+    name: str
+    wrapped: Callable[[Any], T]
+
     def __init__(self, wrapped: Callable[[Any], T], name: str | None = None) -> None:
-        super().__init__(wrapped)
+        _numpyro_lazy_property.__init__(self, wrapped)
         self._bind(name or wrapped.__name__)
 
     def __set_name__(self, owner: type, name: str) -> None:
-        self._bind(name)
+        if name != self.name:
+            self._bind(name)
 
     def _bind(self, name: str) -> None:
         self.name = name
-        self._values = CACHE.table(name)
+        values = self._values = CACHE.table(name)
+        compute = self.wrapped
+        get_or_compute = CACHE.get_or_compute
 
-    def __get__(self, instance: Any, obj_type: type | None = None) -> Any:
-        if instance is None:
-            return self
-        value = self._values.get(id(instance), _MISSING)
-        if value is _MISSING:
-            return CACHE.get_or_compute(instance, self.name, self.wrapped)
-        return value
+        def read(instance: Any) -> Any:
+            try:  # a hit: one dict lookup
+                return values[id(instance)]
+            except KeyError:
+                return get_or_compute(instance, name, compute, values)
+
+        def given(instance: Any, value: Any) -> None:
+            CACHE.seed(instance, name, value)
+
+        read.__name__ = given.__name__ = name
+        read.__qualname__ = f"cached_lazy_property.read[{name}]"
+        given.__qualname__ = f"cached_lazy_property.given[{name}]"
+        property.__init__(self, read, given, None, getattr(compute, "__doc__", None))
