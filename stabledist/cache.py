@@ -63,7 +63,7 @@ class CacheInfo(NamedTuple):
     values: int
 
 
-class _Owner(weakref.ref):  # type: ignore[type-arg]
+class _Owner(weakref.ref):
     """The weak reference to an instance that has values in the cache, and the bookkeeping
     its death needs: the instance's key, the names it has values for, and which of them its
     constructor seeded. One object per instance with values, made in C (no Python
