@@ -250,14 +250,14 @@ class cached_lazy_property(property, _numpyro_lazy_property, Generic[T]):  # noq
     def _bind(self, name: str) -> None:
         self.name = name
         values = self._values = CACHE.table(name)
-        compute = self.wrapped
         get_or_compute = CACHE.get_or_compute
+        prop = self
 
         def read(instance: Any) -> Any:
             try:  # a hit: one dict lookup
                 return values[id(instance)]
-            except KeyError:
-                return get_or_compute(instance, name, compute, values)
+            except KeyError:  # ``wrapped`` looked up now: it may be replaced (tests stub it)
+                return get_or_compute(instance, name, prop.wrapped, values)
 
         def given(instance: Any, value: Any) -> None:
             CACHE.seed(instance, name, value)
@@ -265,4 +265,4 @@ class cached_lazy_property(property, _numpyro_lazy_property, Generic[T]):  # noq
         read.__name__ = given.__name__ = name
         read.__qualname__ = f"cached_lazy_property.read[{name}]"
         given.__qualname__ = f"cached_lazy_property.given[{name}]"
-        property.__init__(self, read, given, None, getattr(compute, "__doc__", None))
+        property.__init__(self, read, given, None, getattr(self.wrapped, "__doc__", None))

@@ -8,6 +8,11 @@ import os
 from pathlib import Path
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+# glibc gives every thread that allocates its own malloc arena (up to 8 per core); XLA's
+# compile and runtime threads then spread freed programs over many arenas that are never
+# returned, so a worker's RSS grows with the classes it has seen. Two arenas keep it flat.
+# Read at process start: it applies to the pytest-xdist workers and the processes tests start.
+os.environ.setdefault("MALLOC_ARENA_MAX", "2")
 # JAX's persistent compilation cache, shared by the pytest-xdist workers and the processes the
 # tests start (hash-seed workers, scenarios): each eager operation is compiled once per run,
 # not once per process (~25 ms each, thousands of them). Reruns reuse it; `make clean` drops
