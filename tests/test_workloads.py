@@ -179,6 +179,15 @@ def test_mcmc_chains(kernel: type, chain_method: str) -> None:
     assert_bitwise(expected, actual)
 
 
+def long_chains(model: Callable[..., None]) -> dict:
+    """2 vectorized NUTS chains of 150 + 200 draws on the regression data, grouped by chain:
+    long enough to compare posteriors statistically."""
+    mcmc = MCMC(NUTS(model), num_warmup=150, num_samples=200, num_chains=2,
+                chain_method="vectorized", progress_bar=False)
+    mcmc.run(key(1), X, Y)
+    return mcmc.get_samples(group_by_chain=True)
+
+
 def global_prior_workload(dist: ModuleType) -> dict:
     """A model over GLOBAL priors (built once, outside the model, with concrete parameters):
     the two-sided TruncatedNormal's log density reads its lazy log normalizer; the MVN's
@@ -194,10 +203,7 @@ def global_prior_workload(dist: ModuleType) -> dict:
         with numpyro.plate("data", x.shape[0]):
             numpyro.sample("y", dist.Normal(mu.sum() + x @ beta, sigma), obs=y)
 
-    mcmc = MCMC(NUTS(model), num_warmup=150, num_samples=200, num_chains=2,
-                chain_method="vectorized", progress_bar=False)
-    mcmc.run(key(1), X, Y)
-    return mcmc.get_samples(group_by_chain=True)
+    return long_chains(model)
 
 
 def test_mcmc_global_elementwise_priors_bitwise() -> None:
@@ -222,10 +228,7 @@ def global_precision_workload(dist: ModuleType) -> dict:
         with numpyro.plate("data", x.shape[0]):
             numpyro.sample("y", dist.Normal(x @ beta, 1.0), obs=y)
 
-    mcmc = MCMC(NUTS(model), num_warmup=150, num_samples=200, num_chains=2,
-                chain_method="vectorized", progress_bar=False)
-    mcmc.run(key(1), X, Y)
-    return mcmc.get_samples(group_by_chain=True)
+    return long_chains(model)
 
 
 def test_mcmc_global_precision_agrees_statistically() -> None:
