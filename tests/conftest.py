@@ -108,23 +108,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 # --- memory: compiled programs are released between classes and above a budget --------------
 # Every test of one class runs on one worker (same_worker / xdist_group); JAX keeps every
-# program it compiled (jit caches, eager per-primitive executables) for the life of the
-# process. Measured (tests/test_properties.py + test_numbers.py for 8 classes on one worker,
-# nothing released): 3.4 GB, ~90% of it MLIR contexts - every cached program keeps the
-# module it was lowered from, and each module its own ~1.2 MB MLIR context, even for a
-# one-operation eager executable. So: when the group changes the previous class's programs
-# are dropped (a later test that needs one again loads it from the persistent compilation
-# cache), and after any test that leaves the worker above RSS_BUDGET they are dropped too
-# (releasing between classes alone, a worker peaked at 2.28 GB in a full run); then malloc_trim
-# hands the freed heap back to the system, so the next budget test sees what is really in
-# use. Only then: trimming at every class change cost 15% more time (pages freed and faulted
-# back in; 8 heavy classes on one worker: 312 s against 270 s).
+# program it compiled for the life of the process, and each cached program keeps the MLIR
+# module it was lowered from (~1.2 MB of MLIR context each, even for one eager operation):
+# 8 classes with nothing released held 3.4 GB. So the previous class's programs are dropped
+# when the group changes (a later test that needs one loads it from the persistent compilation
+# cache), and after any test that leaves the worker above RSS_BUDGET (between classes alone, a
+# worker peaked at 2.28 GB). Only that rarer release also trims the heap so the next check
+# sees what is in use; trimming at every class change cost 15% more time (pages faulted back).
 RSS_BUDGET = 1.4 * 2**30  # bytes; a worker's peak is this plus one test's growth
 _LAST_GROUP: list[object] = [None]
 
 
 def _rss() -> int:
-    """Resident set size of this process in bytes (0 where /proc is missing)."""
+    """Current resident set size in bytes; 0 where /proc is missing (no budget then - unlike
+    benchmarks.bench_memory.rss_mb, which falls back to the *peak* and would release forever)."""
     try:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -148,7 +145,7 @@ def _release_programs(trim: bool = False) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _release_programs_between_classes(request: pytest.FixtureRequest):
+def _bounded_program_memory(request: pytest.FixtureRequest):
     marker = request.node.get_closest_marker("xdist_group")
     group = marker.args[0] if marker is not None else request.node.nodeid.split("::")[0]
     if group != _LAST_GROUP[0]:
@@ -158,4 +155,3 @@ def _release_programs_between_classes(request: pytest.FixtureRequest):
     yield
     if _rss() > RSS_BUDGET:
         _release_programs(trim=True)
-
