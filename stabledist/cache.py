@@ -9,11 +9,13 @@ weak reference, so:
 * the instance never changes: its pytree and ``vars()`` are the same whatever was read;
 * an entry disappears the moment its instance is garbage-collected;
 * a value is computed at most once per instance, also when several threads race for it;
-* a lazy value of a distribution with concrete parameters first read inside ``jit``/``vmap``/
-  ``grad`` is either *hoisted* - computed eagerly, op by op (numpyro's eager value bit for
-  bit), cached, entering the trace as a constant - when it does more than elementwise work
-  (`stabledist.hoisting`), or computed in the trace exactly as numpyro does; a value computed
-  from tracers is returned without being cached, so no tracer outlives its trace;
+* a lazy value of a distribution with concrete parameters first read inside ``grad`` or
+  ``vmap`` is computed eagerly and cached, as numpyro does; first read inside ``jit`` (or
+  ``scan``, ``pmap``, ...) it is either *hoisted* - computed by a compiled program shared per
+  class and shape, cached, entering the trace as a constant - when it does more than
+  elementwise work (`stabledist.hoisting`), or computed in the trace exactly as numpyro does;
+  a value computed from tracers is returned without being cached, so no tracer outlives its
+  trace;
 * a value the constructor was *given* or computed as an alternative parametrization
   (``MultivariateNormal(covariance_matrix=C)``) is *seeded*: it is state of that instance, kept
   exactly (tracer or not, it lives and dies with the instance, as its leaves do), survives
@@ -34,7 +36,7 @@ import numpy as np
 from jax.core import Tracer
 from numpyro.distributions.util import lazy_property as _numpyro_lazy_property
 
-from stabledist.hoisting import worth_hoisting
+from stabledist.hoisting import compute_hoisted, hoisting_mode, stages
 
 __all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", "clear_cache"]
 
@@ -103,9 +105,11 @@ class LazyValueCache:
                        table: dict[int, Any] | None = None) -> Any:
         """Return the value of ``name``, computing it once and caching it if it is concrete.
 
-        Eagerly: computed and cached. Under a trace, with concrete leaves: computed eagerly
-        and cached (hoisted) if `stabledist.hoisting.worth_hoisting` says so, else computed
-        in the trace as numpyro does. With traced leaves: computed in the trace, not cached.
+        Eagerly: computed and cached. Under a trace, with concrete leaves: under ``grad`` or
+        ``vmap`` alone computed eagerly and cached, as numpyro does; under a staging trace
+        (``jit``, ``scan``, ...) computed by a compiled program and cached (hoisted) if
+        `stabledist.hoisting.hoisting_mode` says so, else computed in the trace as numpyro
+        does. With traced leaves: computed in the trace, not cached.
         """
         if table is None:
             table = self._tables.get(name) or self.table(name)
@@ -119,12 +123,19 @@ class LazyValueCache:
                 value = compute(instance)
             else:
                 leaves, treedef = jax.tree_util.tree_flatten(instance)
-                if not _is_concrete(leaves) or not worth_hoisting(
-                        instance, name, compute, leaves, treedef):
-                    # numpyro's in-trace value (ensure_compile_time_eval with traced leaves
-                    # would break e.g. shard_map's varying axes)
+                if not _is_concrete(leaves):  # traced leaves: numpyro's in-trace value
                     return compute(instance)
-                with jax.ensure_compile_time_eval():  # numpyro's eager value, a constant
+                mode = "trace" if not stages(ctx.trace) else hoisting_mode(
+                    instance, name, compute, leaves, treedef)
+                if mode == "program":
+                    value = compute_hoisted(instance, name, compute, leaves, treedef,
+                                            self.cached(instance), self.seed)
+                elif mode == "eager":
+                    with jax.ensure_compile_time_eval():  # numpyro's eager value
+                        value = compute(instance)
+                else:
+                    # numpyro's value: under grad or vmap alone computed eagerly (and then
+                    # cached below, as numpyro caches it), under jit in the trace
                     value = compute(instance)
             if type(value) in _CONCRETE_TYPES or _is_concrete(value):
                 self._store(instance, key, name, table, value)

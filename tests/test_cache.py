@@ -229,3 +229,126 @@ def test_instance_built_outside_read_inside_nested_trace():
             jnp.array([0.1, 0.2])
         )
     )
+
+
+def _fresh_lazy_read(transform: str, d, name: str):
+    read = lambda s: s + 0.0 * jnp.sum(jnp.asarray(getattr(d, name)))  # noqa: E731
+    if transform == "grad":
+        return jax.grad(read)(1.0)
+    if transform == "vmap":
+        return jax.vmap(read)(jnp.ones(2))
+    return jax.jit(read)(1.0)
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap"])
+def test_value_first_read_under_grad_or_vmap_is_cached_like_numpyro(transform):
+    """Under grad or vmap alone, operations on concrete leaves run eagerly: numpyro caches the
+    value it gets in __dict__, stabledist in its cache - the same value, bit for bit - so later
+    compiled programs see the same constant in both (NUTS reads values this way first)."""
+    ours = sd.TruncatedNormal(0.5, 2.0, low=-1.0, high=3.0)
+    theirs = nd.TruncatedNormal(0.5, 2.0, low=-1.0, high=3.0)
+    with jax.checking_leaks():
+        _fresh_lazy_read(transform, ours, "_log_diff_tail_probs")
+        _fresh_lazy_read(transform, theirs, "_log_diff_tail_probs")
+    assert "_log_diff_tail_probs" in vars(theirs)  # numpyro cached it under the transform
+    cached = CACHE.cached(ours)["_log_diff_tail_probs"]
+    assert not isinstance(cached, jax.core.Tracer)
+    assert jnp.array_equal(cached, vars(theirs)["_log_diff_tail_probs"])
+    # then inside jit both programs use it as a constant: the same program
+    x = jnp.linspace(-0.5, 2.5, 5)
+    ours_text = jax.jit(ours.log_prob).lower(x).as_text()
+    theirs_text = jax.jit(theirs.log_prob).lower(x).as_text()
+    assert ours_text.count("\n") == theirs_text.count("\n")
+
+
+def test_elementwise_value_first_read_inside_jit_is_not_cached():
+    """Inside jit an elementwise value is computed in the trace, as numpyro does: nothing to
+    cache (the traced result is not concrete)."""
+    d = sd.TruncatedNormal(0.5, 2.0, low=-1.0, high=3.0)
+    with jax.checking_leaks():
+        _fresh_lazy_read("jit", d, "_log_diff_tail_probs")
+    assert "_log_diff_tail_probs" not in CACHE.cached(d)
+
+
+def test_staging_traces():
+    from stabledist.hoisting import stages
+
+    seen = {}
+
+    def probe(label):
+        def f(x):
+            seen[label] = stages(jax._src.core.trace_ctx.trace)
+            return x
+        return f
+
+    probe("eager")(1.0)
+    jax.grad(probe("grad"))(1.0)
+    jax.vmap(probe("vmap"))(jnp.ones(2))
+    jax.vmap(jax.grad(probe("vmap-grad")))(jnp.ones(2))
+    jax.jit(probe("jit"))(1.0)
+    jax.jit(jax.vmap(probe("jit-vmap")))(jnp.ones(2))
+    jax.lax.scan(lambda c, x: (c, probe("scan")(x)), 0.0, jnp.ones(2))
+    assert seen == {"eager": False, "grad": False, "vmap": False, "vmap-grad": False,
+                    "jit": True, "jit-vmap": True, "scan": True}
+
+
+def _compiles(fn) -> list[str]:
+    """The names of the programs XLA compiles while ``fn()`` runs."""
+    from jax import monitoring
+
+    names: list[str] = []
+
+    def on_span(event, start, end, **kw):
+        if event == "/jax/core/compile/backend_compile_duration":
+            names.append(str(kw.get("fun_name", "?")))
+
+    monitoring.register_event_time_span_listener(on_span)
+    try:
+        fn()
+    finally:
+        monitoring.unregister_event_time_span_listener(on_span)
+    return names
+
+
+def test_long_hoisted_computation_is_one_program_shared_across_instances():
+    """SineBivariateVonMises's norm_const (a series, ~30 distinct operations) is hoisted by one
+    compiled program, not one eager kernel per operation, and a second instance with the same
+    shapes reuses it; the value is numpyro's eager one to rounding."""
+    from stabledist.hoisting import hoisting_mode
+
+    def make(m, phi):  # a batch of 3: shapes no other test hoists with
+        return m.SineBivariateVonMises(jnp.full(3, phi), -1.0, 2.0, 3.0, correlation=0.8)
+
+    first, second = make(sd, 0.25), make(sd, 0.5)
+    x = jnp.zeros((7, 3, 2))
+    leaves, treedef = jax.tree_util.tree_flatten(first)
+    compute = type(first).__dict__.get("norm_const") or \
+        next(vars(c)["norm_const"] for c in type(first).__mro__ if "norm_const" in vars(c))
+    assert hoisting_mode(first, "norm_const", compute.wrapped, leaves, treedef) == "program"
+    names = _compiles(lambda: jax.block_until_ready(jax.jit(first.log_prob)(x)))
+    assert names == ["jit(hoisted_norm_const)", "jit(log_prob)"]  # no eager kernel
+    again = _compiles(lambda: jax.block_until_ready(jax.jit(second.log_prob)(x)))
+    assert "jit(hoisted_norm_const)" not in again, again
+    for ours, phi in ((first, 0.25), (second, 0.5)):
+        want = make(nd, phi).norm_const
+        assert jnp.allclose(CACHE.cached(ours)["norm_const"], want, rtol=1e-6)
+
+
+def test_hoisting_program_falls_back_to_eager_for_unhashable_static_fields(monkeypatch):
+    """A tree structure that cannot be a dict key (static fields without a hash) gets no
+    shared program: the value is computed op by op, still cached and correct."""
+    from stabledist import hoisting
+
+    d = sd.SineBivariateVonMises(0.25, -1.0, 2.0, 3.0, correlation=0.8)
+    real = hoisting.compute_hoisted
+
+    def unhashable(instance, name, compute, leaves, treedef, known, seed):
+        class Unhashable:
+            __hash__ = None
+        return real(instance, name, compute, leaves, Unhashable(), known, seed)
+
+    monkeypatch.setattr("stabledist.cache.compute_hoisted", unhashable)
+    names = _compiles(lambda: jax.jit(d.log_prob)(jnp.zeros((3, 2))))
+    assert "jit(hoisted_norm_const)" not in names, names
+    want = nd.SineBivariateVonMises(0.25, -1.0, 2.0, 3.0, correlation=0.8).norm_const
+    assert jnp.array_equal(CACHE.cached(d)["norm_const"], want)  # op by op: eager bits
