@@ -8,6 +8,8 @@ parameters, as users write them at module level; the two variants differ only in
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +21,7 @@ import numpyro
 from numpyro.contrib.control_flow import scan
 from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO
 from numpyro.infer.autoguide import AutoNormal
+from numpyro.infer.util import initialize_model
 
 from benchmarks.common import MODULES, quiet
 from benchmarks.config import Profile
@@ -183,6 +186,19 @@ def run_once(variant: str, model: str, method: str, profile: Profile,
 
 
 
+def log_density_program(variant: str, model: str) -> str:
+    """A fingerprint of the compiled program of the model's log density and its gradient (as
+    NUTS builds it, after finding initial parameters), source locations stripped: equal
+    fingerprints mean both variants compile and run the very same program, so any
+    difference in their end-to-end times is the machine's noise, not stabledist's."""
+    with quiet():
+        fn, data = build(MODULES[variant], model)
+        info, potential_fn, _, _ = initialize_model(
+            jax.random.PRNGKey(0), fn, model_args=data, dynamic_args=True)
+        text = jax.jit(jax.value_and_grad(potential_fn(*data))).lower(info.z).as_text()
+    return hashlib.sha256(re.sub(r"loc\([^)]*\)", "", text).encode()).hexdigest()[:16]
+
+
 def steps(profile: Profile) -> int:
     per = len(MODULES) * profile.e2e_reps + (len(MODULES) if profile.e2e_prewarm else 0)
     return len(profile.e2e_models) * len(profile.e2e_methods) * per
@@ -222,15 +238,17 @@ def bench_e2e(profile: Profile) -> BenchResult:
                 for variant in variants[k:] + variants[:k]:
                     step(f"e2e {model} {method}: {variant} rep {rep + 1}/{profile.e2e_reps}")
                     records[variant].append(run_once(variant, model, method, profile))
+            programs = {v: log_density_program(v, model) for v in variants}
             samples = {v: [r["seconds"] for r in recs] for v, recs in records.items()}
             phases = {v: {p: [r["phases"][p] for r in recs] for p in (*PHASES, "xla_compiles")}
                       for v, recs in records.items()}
             result.cases.append(Case(
                 f"{model} {method}",
                 {"model": model, "method": method, "what": MODEL_TEXT[model],
-                 "reads_lazy": READS_LAZY[model], "unit": "s"},
+                 "reads_lazy": READS_LAZY[model], "unit": "s",
+                 "same_program": len(set(programs.values())) == 1},
                 samples, dict.fromkeys(variants, 1),
-                extra={"phases": phases,
+                extra={"phases": phases, "log_density_program": programs,
                        "summary": {v: recs[0]["summary"] for v, recs in records.items()}},
             ))
     return result
