@@ -11,9 +11,10 @@ weak reference, so:
 * a value is computed at most once per instance, also when several threads race for it;
 * a lazy value of a distribution with concrete parameters first read inside ``grad`` or
   ``vmap`` is computed eagerly and cached, as numpyro does; first read inside ``jit`` (or
-  ``scan``, ``pmap``, ...) it is either *hoisted* - computed by a compiled program shared per
-  class and shape, cached, entering the trace as a constant - when it does more than
-  elementwise work (`stabledist.hoisting`), or computed in the trace exactly as numpyro does;
+  ``scan``, ``pmap``, ...) it is either *hoisted* - computed once (op by op, or by a
+  compiled program shared per class and shape when that is cheaper), cached, entering the
+  trace as a constant - when it does more than elementwise work (`stabledist.hoisting`), or
+  computed in the trace exactly as numpyro does;
   a value computed from tracers is returned without being cached, so no tracer outlives its
   trace;
 * a value the constructor was *given* or computed as an alternative parametrization
@@ -107,8 +108,8 @@ class LazyValueCache:
 
         Eagerly: computed and cached. Under a trace, with concrete leaves: under ``grad`` or
         ``vmap`` alone computed eagerly and cached, as numpyro does; under a staging trace
-        (``jit``, ``scan``, ...) computed by a compiled program and cached (hoisted) if
-        `stabledist.hoisting.hoisting_mode` says so, else computed in the trace as numpyro
+        (``jit``, ``scan``, ...) computed once and cached (hoisted) as
+        `stabledist.hoisting.hoisting_mode` says, or computed in the trace as numpyro
         does. With traced leaves: computed in the trace, not cached.
         """
         if table is None:

@@ -17,12 +17,15 @@ it there: the same program, so the same bits and the same first-call cost.
 The decision looks at the jaxpr of the value's computation (one abstract trace, no compile),
 memoized per class, property and leaf shapes/dtypes.
 
-A hoisted value is computed by one compiled program per class, property and tree structure
-(`compute_hoisted`), shared by every instance with those leaf shapes: evaluated op by op it
-would compile one XLA program per primitive and shape (~60 ms each on a CPU), 5 s for the
-``SineBivariateVonMises`` series against numpyro's 0.6 s for its whole program. XLA's kernels
-can round differently from the op-by-op ones (matrix products: the last bits of
-``MultivariateNormal.precision_matrix``), as numpyro's own compiled program does.
+A hoisted value of a few distinct operations (at most `EAGER_OPS_MAX`: an MVN's
+``precision_matrix``) is computed op by op, numpyro's eager value bit for bit; each
+operation's kernel is compiled once per shape and shared by every later value. A longer one
+is computed by one compiled program per class, property and tree structure
+(`compute_hoisted`), shared by every instance with those leaf shapes: op by op it would
+compile one XLA program per operation and shape (~60 ms each on a CPU), 5 s for the
+``SineBivariateVonMises`` series against numpyro's 0.6 s for its whole program. XLA's
+compiled kernels may round matrix products differently from the op-by-op ones (``Wishart``'s
+``variance``: 1-3 units in the last place), as numpyro's own compiled program does.
 
 Only a trace that *stages* operations (``jit``, ``scan``, ``pmap``, ...) needs any of this:
 under ``grad``, ``jvp`` or ``vmap`` alone, operations on concrete leaves run eagerly anyway, so
