@@ -101,7 +101,8 @@ _ALL = (
     Property("closure", "closed over by `jit`, `vmap`, `pmap` and `grad`, then used eagerly: "
              "no leaked tracer, same values", lambda x: check_closure(x.make())),
     Property("hoisting", "a fresh instance's lazy values first read inside `jit`, `vmap`, "
-             "`grad`, `scan`, `pmap` and `shard_map` equal numpyro's eager values, bit for bit",
+             "`grad`, `scan`, `pmap` and `shard_map` equal numpyro's eager values (bit for "
+             "bit, or to rounding where a compiled program hoisted them)",
              lambda x: check_hoisting(x.make, x.upstream)),
     Property("parametrizations", "every alternative constructor keyword gives one tree "
              "structure; instances built through them stack, scan and cond together",
