@@ -9,9 +9,11 @@ parameters, as users write them at module level; the two variants differ only in
 from __future__ import annotations
 
 import hashlib
-import re
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -21,7 +23,6 @@ import numpyro
 from numpyro.contrib.control_flow import scan
 from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO
 from numpyro.infer.autoguide import AutoNormal
-from numpyro.infer.util import initialize_model
 
 from benchmarks.common import MODULES, quiet
 from benchmarks.config import Profile
@@ -186,17 +187,29 @@ def run_once(variant: str, model: str, method: str, profile: Profile,
 
 
 
-def log_density_program(variant: str, model: str) -> str:
-    """A fingerprint of the compiled program of the model's log density and its gradient (as
-    NUTS builds it, after finding initial parameters), source locations stripped: equal
-    fingerprints mean both variants compile and run the very same program, so any
-    difference in their end-to-end times is the machine's noise, not stabledist's."""
-    with quiet():
-        fn, data = build(MODULES[variant], model)
-        info, potential_fn, _, _ = initialize_model(
-            jax.random.PRNGKey(0), fn, model_args=data, dynamic_args=True)
-        text = jax.jit(jax.value_and_grad(potential_fn(*data))).lower(info.z).as_text()
-    return hashlib.sha256(re.sub(r"loc\([^)]*\)", "", text).encode()).hexdigest()[:16]
+@contextmanager
+def dumped_programs() -> Iterator[list[str]]:
+    """The StableHLO text (without source locations) of every program compiled in the block,
+    in order, through JAX's ``jax_dump_ir_to``."""
+    texts: list[str] = []
+    before = (jax.config.read("jax_dump_ir_to"),
+              jax.config.read("jax_include_debug_info_in_dumps"))
+    with tempfile.TemporaryDirectory() as out:
+        jax.config.update("jax_dump_ir_to", out)
+        jax.config.update("jax_include_debug_info_in_dumps", False)
+        try:
+            yield texts
+        finally:
+            jax.config.update("jax_dump_ir_to", before[0])
+            jax.config.update("jax_include_debug_info_in_dumps", before[1])
+            texts.extend(p.read_text() for p in sorted(Path(out).glob("*.mlir")))
+
+
+def inference_program(texts: list[str]) -> str:
+    """A fingerprint of the largest program of a run: the compiled sampler (NUTS) or
+    optimisation loop (SVI). Equal fingerprints mean both variants compiled the very same
+    inference program, so a difference in their end-to-end times is the machine's noise."""
+    return hashlib.sha256(max(texts, key=len, default="").encode()).hexdigest()[:16]
 
 
 def steps(profile: Profile) -> int:
@@ -228,17 +241,19 @@ def bench_e2e(profile: Profile) -> BenchResult:
     variants = list(MODULES)
     for model in profile.e2e_models:
         for method in profile.e2e_methods:
+            programs: dict[str, str] = {}
             if profile.e2e_prewarm:  # eager per-primitive executables, shared by both
                 for variant in variants:
                     step(f"e2e {model} {method}: untimed warm-up run ({variant})")
-                    run_once(variant, model, method, profile, warmup=5, samples=5)
+                    with dumped_programs() as texts:
+                        run_once(variant, model, method, profile, warmup=5, samples=5)
+                    programs[variant] = inference_program(texts)
             records: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
             for rep in range(profile.e2e_reps):  # interleaved, order rotated per rep
                 k = rep % len(variants)
                 for variant in variants[k:] + variants[:k]:
                     step(f"e2e {model} {method}: {variant} rep {rep + 1}/{profile.e2e_reps}")
                     records[variant].append(run_once(variant, model, method, profile))
-            programs = {v: log_density_program(v, model) for v in variants}
             samples = {v: [r["seconds"] for r in recs] for v, recs in records.items()}
             phases = {v: {p: [r["phases"][p] for r in recs] for p in (*PHASES, "xla_compiles")}
                       for v, recs in records.items()}
@@ -246,9 +261,9 @@ def bench_e2e(profile: Profile) -> BenchResult:
                 f"{model} {method}",
                 {"model": model, "method": method, "what": MODEL_TEXT[model],
                  "reads_lazy": READS_LAZY[model], "unit": "s",
-                 "same_program": len(set(programs.values())) == 1},
+                 "same_program": len(set(programs.values())) == 1 if programs else None},
                 samples, dict.fromkeys(variants, 1),
-                extra={"phases": phases, "log_density_program": programs,
+                extra={"phases": phases, "inference_program": programs,
                        "summary": {v: recs[0]["summary"] for v, recs in records.items()}},
             ))
     return result

@@ -221,8 +221,8 @@ def _phase_note(case: Case) -> str:
                          f"{m['compile']:.2f} + run {m['run']:.2f} s")
     summ = case.extra.get("summary", {})
     same = summ.get("numpyro") == summ.get("stabledist")
-    program = {True: "the same log-density program as numpyro's",
-               False: "a different log-density program"}.get(case.params.get("same_program"))
+    program = {True: "the same inference program as numpyro's",
+               False: "a different inference program"}.get(case.params.get("same_program"))
     return "; ".join(([program] if program else []) + parts) + (
         "" if same else "; results differ in the 4th decimal")
 

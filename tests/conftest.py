@@ -23,18 +23,7 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
 
 import pytest
-
-# re-exported for test modules that still write ``from conftest import ...``; new code
-# imports from ``helpers``
-from helpers import (  # noqa: F401
-    BUILDERS,
-    CLASS_NAMES,
-    EXAMPLE_NAMES,
-    FACTORY_NAMES,
-    nd,
-    same_worker,
-    sd,
-)
+from helpers import BUILDERS, EXAMPLE_NAMES, same_worker
 
 
 @pytest.fixture(params=[pytest.param(b, id=i, marks=same_worker(i)) for i, b in BUILDERS])

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpyro.distributions as nd
 import pytest
-from conftest import CLASS_NAMES, FACTORY_NAMES
+from helpers import CLASS_NAMES, FACTORY_NAMES
 from numpyro.distributions.util import lazy_property
 
 import stabledist as sd

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpyro.distributions as nd
 import pytest
-from conftest import BUILDERS
+from helpers import BUILDERS
 from numpyro.distributions.util import lazy_property
 
 import stabledist as sd

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpyro.distributions as nd
 import pytest
-from conftest import BUILDERS, same_worker
+from helpers import BUILDERS, same_worker
 
 import stabledist as sd
 from stabledist.testing import catalog

@@ -20,7 +20,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as nd
 import pytest
-from conftest import BUILDERS
+from helpers import BUILDERS
 
 import stabledist as sd
 from stabledist.cache import CACHE

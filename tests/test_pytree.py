@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpyro.distributions as nd
 import pytest
-from conftest import BUILDERS
+from helpers import BUILDERS
 
 import stabledist as sd
 
