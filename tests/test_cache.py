@@ -302,11 +302,14 @@ def _compiles(fn) -> list[str]:
         if event == "/jax/core/compile/backend_compile_duration":
             names.append(str(kw.get("fun_name", "?")))
 
+    # jax 0.7 (the oldest supported) has only the private unregister
+    unregister = getattr(monitoring, "unregister_event_time_span_listener", None) or \
+        jax._src.monitoring._unregister_event_time_span_listener_by_callback
     monitoring.register_event_time_span_listener(on_span)
     try:
         fn()
     finally:
-        monitoring.unregister_event_time_span_listener(on_span)
+        unregister(on_span)
     return names
 
 
