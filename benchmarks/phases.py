@@ -16,6 +16,13 @@ from contextlib import contextmanager
 from typing import Any
 
 from jax import monitoring
+from jax._src import monitoring as _monitoring
+
+# jax 0.7 (the oldest stabledist supports) has only the private ones
+_unregister_span = getattr(monitoring, "unregister_event_time_span_listener", None) or \
+    _monitoring._unregister_event_time_span_listener_by_callback
+_unregister_event = getattr(monitoring, "unregister_event_listener", None) or \
+    _monitoring._unregister_event_listener_by_callback
 
 TRACE = "/jax/core/compile/jaxpr_trace_duration"
 LOWER = "/jax/core/compile/jaxpr_to_mlir_module_duration"
@@ -80,5 +87,5 @@ def record_phases() -> Iterator[PhaseRecorder]:
         yield rec
     finally:
         rec.t1 = time.time()
-        monitoring.unregister_event_time_span_listener(rec._on_span)
-        monitoring.unregister_event_listener(rec._on_event)
+        _unregister_span(rec._on_span)
+        _unregister_event(rec._on_event)

@@ -5,8 +5,12 @@ the coverage report. Shared data lives in ``helpers.py``."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
+# the repository root, so tests can import the (not installed) `benchmarks` package from any
+# working directory
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
 # glibc gives every thread that allocates its own malloc arena (up to 8 per core); XLA's
 # compile and runtime threads then spread freed programs over many arenas that are never

@@ -14,7 +14,9 @@ from helpers import BUILDERS
 from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
+from benchmarks.phases import record_phases
 from stabledist.cache import CACHE
+from stabledist.introspect import class_attribute
 
 
 def lazy_names(d) -> list[str]:
@@ -294,23 +296,9 @@ def test_staging_traces():
 
 def _compiles(fn) -> list[str]:
     """The names of the programs XLA compiles while ``fn()`` runs."""
-    from jax import monitoring
-
-    names: list[str] = []
-
-    def on_span(event, start, end, **kw):
-        if event == "/jax/core/compile/backend_compile_duration":
-            names.append(str(kw.get("fun_name", "?")))
-
-    # jax 0.7 (the oldest supported) has only the private unregister
-    unregister = getattr(monitoring, "unregister_event_time_span_listener", None) or \
-        jax._src.monitoring._unregister_event_time_span_listener_by_callback
-    monitoring.register_event_time_span_listener(on_span)
-    try:
+    with record_phases() as rec:
         fn()
-    finally:
-        unregister(on_span)
-    return names
+    return rec.names
 
 
 def test_long_hoisted_computation_is_one_program_shared_across_instances():
@@ -325,9 +313,8 @@ def test_long_hoisted_computation_is_one_program_shared_across_instances():
     first, second = make(sd, 0.25), make(sd, 0.5)
     x = jnp.zeros((7, 3, 2))
     leaves, treedef = jax.tree_util.tree_flatten(first)
-    compute = type(first).__dict__.get("norm_const") or \
-        next(vars(c)["norm_const"] for c in type(first).__mro__ if "norm_const" in vars(c))
-    assert hoisting_mode(first, "norm_const", compute.wrapped, leaves, treedef) == "program"
+    compute = class_attribute(type(first), "norm_const").wrapped
+    assert hoisting_mode(first, "norm_const", compute, leaves, treedef) == "program"
     names = _compiles(lambda: jax.block_until_ready(jax.jit(first.log_prob)(x)))
     assert names == ["jit(hoisted_norm_const)", "jit(log_prob)"]  # no eager kernel
     again = _compiles(lambda: jax.block_until_ready(jax.jit(second.log_prob)(x)))

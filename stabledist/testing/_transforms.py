@@ -461,8 +461,8 @@ def check_hoisting(make: Callable[[], Any], upstream: Callable[[], Any] | None =
             names_checked = names
             if traced:
                 expected.update(_first_read(transform, build_twin(), traced))
-        compiled = _compiled_hoists(d, hoisted) if transform != "grad" and \
-            transform != "vmap" else set()
+        # under grad/vmap alone nothing is hoisted: cached values are computed eagerly
+        compiled = set() if transform in ("grad", "vmap") else _compiled_hoists(d, hoisted)
         label = (f"lazy values first read inside {transform} (cached: {sorted(hoisted)}, "
                  f"of which by a compiled program: {sorted(compiled)}; computed in the "
                  f"trace: {list(traced)})")
