@@ -153,8 +153,11 @@ def stages(trace: Any) -> bool:
     return False
 
 
-_PROGRAMS: weakref.WeakKeyDictionary[type, dict[Any, Any]] = weakref.WeakKeyDictionary()
-_NOT_COMPILABLE = object()
+_Program = Callable[[list[Any], dict[str, Any]], Any]
+# per class: (property, compute, tree structure) -> its compiled program, or None when the
+# value could not be compiled (then it is computed op by op)
+_PROGRAMS: weakref.WeakKeyDictionary[type, dict[Any, _Program | None]] = (
+    weakref.WeakKeyDictionary())
 
 
 def compute_hoisted(instance: Any, name: str, compute: Callable[[Any], Any],
@@ -170,27 +173,27 @@ def compute_hoisted(instance: Any, name: str, compute: Callable[[Any], Any],
     if programs is None:
         programs = _PROGRAMS.setdefault(type(instance), {})
     known = {k: v for k, v in known.items() if _is_array_tree(v)}
+    key = (name, compute, treedef)
     try:
-        key = (name, compute, treedef)
-        program = programs.get(key)
+        if key not in programs:
+            programs[key] = _program(compute, treedef, seed)
+        program = programs[key]
     except TypeError:  # static fields without a hash: no shared program
-        key, program = None, _NOT_COMPILABLE
-    if program is None:
-        program = programs[key] = _program(compute, treedef, seed)
-    if program is not _NOT_COMPILABLE:
+        program = None
+    if program is not None:
         # run (not staged into the caller's trace); not ensure_compile_time_eval, which
         # would also evaluate the program's own constant subexpressions op by op
         with _core.eval_context():
             try:
                 return program(leaves, known)
             except Exception:  # not compilable: remembered, and computed op by op below
-                programs[key] = _NOT_COMPILABLE
+                programs[key] = None
     with jax.ensure_compile_time_eval():
         return compute(instance)
 
 
 def _program(compute: Callable[[Any], Any], treedef: Any,
-             seed: Callable[[Any, str, Any], None]) -> Any:
+             seed: Callable[[Any, str, Any], None]) -> _Program:
     def value(leaves: list[Any], known: dict[str, Any]) -> Any:
         rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
         for k, v in known.items():
