@@ -16,10 +16,11 @@ def test_my_distribution_is_stable():
 The checks, `DistSpec`, `AccessPlan` and `catalog` work without hypothesis; `check_stable` and
 the strategies need it (`pip install "stabledist[testing]"`). Everything is imported on first
 use. The modules behind these names are private: `_compare` (describing and comparing),
-`_constraints` (constraint values), `_spec` / `_hints` / `_strategies` (drawing), `_plans`
-(access plans), `_transforms` (the transformation checks), `_upstream` (comparisons with
-numpyro), `_process` (hash seeds, release, threads), `_registry` (`PROPERTIES`) and `_stable`
-(`check_stable`).
+`_constraints` (constraint values), `_spec` / `_strategies` (drawing), `_plans` (access
+plans), `_transforms` (the transformation checks), `_upstream` (comparisons with numpyro),
+`_process` (hash seeds, release, threads), `_registry` (`PROPERTIES`) and `_stable`
+(`check_stable`). The per-class facts they use (catalog examples, strategy hints,
+exclusions) are data in `stabledist.known_classes`.
 """
 
 from __future__ import annotations

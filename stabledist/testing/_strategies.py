@@ -8,7 +8,7 @@ How a class's arguments are drawn (`draw_mode`):
   entry gets a value from `constraint_values` (`biject_to` of a moderate unconstrained draw);
   several optional (`None`-default) constrained parameters are alternative parametrizations,
   of which exactly one is drawn. Works for users' classes too.
-- `hinted`: `stabledist.testing._hints.HINTS` says how parameters depend on each other or on
+- `hinted`: `stabledist.known_classes.HINTS` says how parameters depend on each other or on
   arguments that have no constraint.
 - `catalog`: a fixed-structure example from `stabledist.testing.catalog`, for the classes in
   `stabledist.known_classes.CATALOG_ONLY` (arguments that are functions, transforms or lists
@@ -30,12 +30,11 @@ from numpyro.distributions import constraints as C  # noqa: N812 - constraint na
 
 import stabledist
 from stabledist.introspect import lazy_names
-from stabledist.known_classes import CATALOG_ONLY
+from stabledist.known_classes import CATALOG_ONLY, HINTS
 from stabledist.testing import catalog
 from stabledist.testing._constraints import constrained_value
-from stabledist.testing._hints import HINTS
 from stabledist.testing._plans import AccessPlan, Step
-from stabledist.testing._spec import DistSpec
+from stabledist.testing._spec import DistSpec, Raw
 
 __all__ = [
     "DrawContext",
@@ -158,6 +157,14 @@ class DrawContext:
         options = SpecOptions(st.just(batch), st.just(self.n), st.just(self.dtype),
                               allow_catalog=False)
         return _draw_spec(self.draw, name, options, self.tape)
+
+    def spec(self, name: str, args: dict[str, Any]) -> DistSpec:
+        """A nested spec of public class ``name`` with exactly these arguments."""
+        return DistSpec(name, tuple(args.items()), x64=self.x64, mode="generic")
+
+    def raw(self, value: Any) -> Raw:
+        """An argument the constructor gets as is (not converted to a JAX array)."""
+        return Raw(value)
 
 
 def draw_mode(cls_or_name: type | str) -> str:
