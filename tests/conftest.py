@@ -27,18 +27,53 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
 
 import pytest
-from helpers import BUILDERS, EXAMPLE_NAMES, same_worker
+from helpers import BUILDERS, EXAMPLE_NAMES, class_group
 
 
-@pytest.fixture(params=[pytest.param(b, id=i, marks=same_worker(i)) for i, b in BUILDERS])
+@pytest.fixture(params=[pytest.param(b, id=i) for i, b in BUILDERS])
 def builder(request: pytest.FixtureRequest):
     """Each example builder, called with a distributions module."""
     return request.param
 
 
-@pytest.fixture(params=[pytest.param(n, id=n, marks=same_worker(n)) for n in EXAMPLE_NAMES])
+@pytest.fixture(params=EXAMPLE_NAMES, ids=EXAMPLE_NAMES)
 def name(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+# --- one worker per class: `make test` runs pytest-xdist with --dist loadgroup -----------------
+# Every test of one distribution class (its parameter id names the class: helpers.class_group)
+# runs on one worker, after each other, so the class's operations are compiled once for all of
+# them (test_api, test_numbers, test_pytree, the property suite, ...), and released once
+# (below). xdist's own loadgroup reads `xdist_group` marks through a node-id suffix that
+# pytest >= 9.2 no longer lets it write (pytest-dev/pytest-xdist#1386): grouping silently
+# stopped, every class ran on both workers and its programs were released and reloaded at
+# nearly every test. So the grouping is xdist's scope scheduler with the class as the scope;
+# tests of no class are scheduled one by one (largest groups first, xdist's default order).
+# `pytest_sessionfinish` fails the run if a class ever ran on two workers.
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByDistributionClass(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return class_group(nodeid) or nodeid
+
+    return ByDistributionClass(config, log)
+
+
+_WORKERS_OF_CLASS: dict[str, set[str]] = {}
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    split = {g: sorted(w) for g, w in _WORKERS_OF_CLASS.items() if len(w) > 1}
+    if split:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print(f"\nERROR: tests of one class ran on several pytest-xdist workers (grouping is "
+              f"broken, each class compiles several times): {dict(sorted(split.items())[:5])}")
 
 
 # --- hypothesis profiles (property suite: tests/test_properties.py) -------------------------
@@ -77,7 +112,12 @@ _EXERCISED: list = []
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Collect what each property test exercised; runs in the controller under xdist too."""
+    """Collect what each property test exercised, and which worker ran each class; runs in
+    the controller under xdist too."""
+    worker = getattr(getattr(report, "node", None), "gateway", None)
+    group = class_group(report.nodeid)
+    if worker is not None and group is not None:
+        _WORKERS_OF_CLASS.setdefault(group, set()).add(worker.id)
     if report.when == "teardown":
         from stabledist.testing._compare import COVERAGE_KEY
 
@@ -100,7 +140,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 # --- memory: compiled programs are released between classes and above a budget --------------
-# Every test of one class runs on one worker (same_worker / xdist_group); JAX keeps every
+# Every test of one class runs on one worker (above); JAX keeps every
 # program it compiled for the life of the process, and each cached program keeps the MLIR
 # module it was lowered from (~1.2 MB of MLIR context each, even for one eager operation):
 # 8 classes with nothing released held 3.4 GB. So the previous class's programs are dropped
@@ -139,8 +179,7 @@ def _release_programs(trim: bool = False) -> None:
 
 @pytest.fixture(autouse=True)
 def _bounded_program_memory(request: pytest.FixtureRequest):
-    marker = request.node.get_closest_marker("xdist_group")
-    group = marker.args[0] if marker is not None else request.node.nodeid.split("::")[0]
+    group = class_group(request.node.nodeid) or request.node.nodeid.split("::")[0]
     if group != _LAST_GROUP[0]:
         if _LAST_GROUP[0] is not None:
             _release_programs()

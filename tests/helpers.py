@@ -1,12 +1,14 @@
 """Shared test data: the public distribution names of the installed numpyro, the catalog's
-builders, and the pytest-xdist grouping mark. Imported by the test modules as
-``from helpers import ...`` (tests/ is on ``sys.path``: pytest's rootdir-relative import of
-``tests/conftest.py`` puts it there), so no test imports from ``conftest``."""
+builders, and which distribution class a test exercises (how pytest-xdist groups tests).
+Imported by the test modules as ``from helpers import ...`` (tests/ is on ``sys.path``:
+pytest's rootdir-relative import of ``tests/conftest.py`` puts it there), so no test imports
+from ``conftest``."""
 
 from __future__ import annotations
 
+import re
+
 import numpyro.distributions as nd
-import pytest
 
 import stabledist as sd
 from stabledist.testing import catalog
@@ -19,10 +21,18 @@ assert set(CLASS_NAMES + FACTORY_NAMES) - set(catalog.EXCLUDED) <= set(EXAMPLE_N
 )
 
 
-def same_worker(name: str) -> pytest.MarkDecorator:
-    """Under ``--dist loadgroup`` (``make test``) every test marked with one class's name runs
-    on the same pytest-xdist worker, where that class's operations are compiled once."""
-    return pytest.mark.xdist_group(name.split("[")[0])
+_GROUP_NAMES = frozenset(CLASS_NAMES) | frozenset(EXAMPLE_NAMES)
 
 
-__all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "nd", "sd", "same_worker"]
+def class_group(nodeid: str) -> str | None:
+    """The distribution class a test exercises: the first word of its parameter id
+    (``test_jit[Wishart]``, ``test_same_numbers_as_numpyro[Wishart[1]]``,
+    ``test_scan_carry_changes_parametrization[Wishart-scale_matrix]``), if it names one.
+    ``make test`` runs every test of one class on one pytest-xdist worker (tests/conftest.py),
+    where that class's operations are compiled once."""
+    _, bracket, params = nodeid.partition("[")
+    word = re.split(r"[\[\]\-@]", params, maxsplit=1)[0] if bracket else ""
+    return word if word in _GROUP_NAMES else None
+
+
+__all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "class_group", "nd", "sd"]

@@ -29,7 +29,7 @@ import os
 import jax
 import numpy as np
 import pytest
-from helpers import CLASS_NAMES, nd, same_worker
+from helpers import CLASS_NAMES, nd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,9 +59,7 @@ def classes(prop: str) -> list[object]:
     out = []
     for name in CLASS_NAMES:
         reason = excluded(prop, name)
-        marks = [same_worker(name)]
-        if reason:
-            marks.append(pytest.mark.skip(reason=f"excluded from {prop}: {reason}"))
+        marks = [pytest.mark.skip(reason=f"excluded from {prop}: {reason}")] if reason else []
         out.append(pytest.param(name, id=name, marks=marks))
     return out
 
@@ -283,8 +281,7 @@ def test_hoisting(name: str, data: st.DataObject) -> None:
 PARAMETRIZED = [n for n in CLASS_NAMES if check.parametrizations(getattr(check_sd, n))]
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, id=n, marks=same_worker(n))
-                                  for n in PARAMETRIZED])
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in PARAMETRIZED])
 @examples(ci=1, thorough=10)
 @given(data=st.data())
 def test_parametrizations(name: str, data: st.DataObject) -> None:
