@@ -27,7 +27,8 @@ bench: $(STAMP)
 	$(PY) -m benchmarks $(ARGS)
 
 # One worker per core (pytest-xdist); all tests of one distribution class go to the same
-# worker (--dist loadgroup, xdist_group marks), so they share its compiled operations.
+# worker (--dist loadgroup, as tests/conftest.py defines it: the class a test's parameter
+# names, else its module), so they share its compiled operations.
 XDIST := -n auto --dist loadgroup
 
 test: $(STAMP)

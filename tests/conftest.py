@@ -27,7 +27,7 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
 
 import pytest
-from helpers import BUILDERS, EXAMPLE_NAMES, class_group
+from helpers import BUILDERS, EXAMPLE_NAMES, class_group, worker_group
 
 
 @pytest.fixture(params=[pytest.param(b, id=i) for i, b in BUILDERS])
@@ -48,9 +48,9 @@ def name(request: pytest.FixtureRequest) -> str:
 # (below). xdist's own loadgroup reads `xdist_group` marks through a node-id suffix that
 # pytest >= 9.2 no longer lets it write (pytest-dev/pytest-xdist#1386): grouping silently
 # stopped, every class ran on both workers and its programs were released and reloaded at
-# nearly every test. So the grouping is xdist's scope scheduler with the class as the scope;
-# tests of no class are scheduled one by one (largest groups first, xdist's default order).
-# `pytest_sessionfinish` fails the run if a class ever ran on two workers.
+# nearly every test. So the grouping is xdist's scope scheduler with the class as the scope,
+# and the module for tests of no class (helpers.worker_group; largest groups first, xdist's
+# default order). `pytest_sessionfinish` fails the run if a class ever ran on two workers.
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
@@ -60,7 +60,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     class ByDistributionClass(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return class_group(nodeid) or nodeid
+            return worker_group(nodeid)
 
     return ByDistributionClass(config, log)
 
@@ -179,7 +179,7 @@ def _release_programs(trim: bool = False) -> None:
 
 @pytest.fixture(autouse=True)
 def _bounded_program_memory(request: pytest.FixtureRequest):
-    group = class_group(request.node.nodeid) or request.node.nodeid.split("::")[0]
+    group = worker_group(request.node.nodeid)
     if group != _LAST_GROUP[0]:
         if _LAST_GROUP[0] is not None:
             _release_programs()

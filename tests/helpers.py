@@ -35,4 +35,11 @@ def class_group(nodeid: str) -> str | None:
     return word if word in _GROUP_NAMES else None
 
 
-__all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "class_group", "nd", "sd"]
+def worker_group(nodeid: str) -> str:
+    """Where ``make test`` runs a test: with its class (`class_group`), else with its module
+    (whose tests may share module-scoped fixtures and compiled programs)."""
+    return class_group(nodeid) or nodeid.split("::")[0]
+
+
+__all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "class_group", "nd", "sd",
+           "worker_group"]

@@ -21,8 +21,9 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import BENCHMARKS, PROFILES  # noqa: E402 - after the path is set
 
-# one worker runs the suite once; fresh processes: `make test-integration` (CI)
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("benchmarks-smoke")]
+# one worker runs the suite once (make's grouping: a module's tests run together, see
+# tests/conftest.py); fresh processes: `make test-integration` (CI)
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")

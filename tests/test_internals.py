@@ -19,9 +19,6 @@ from numpyro.infer.reparam import LocScaleReparam, TransformReparam
 
 import stabledist as sd
 
-pytestmark = pytest.mark.xdist_group("internals")
-
-
 X = jnp.linspace(-1.0, 1.0, 5)
 
 

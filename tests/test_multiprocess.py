@@ -31,8 +31,9 @@ import numpy as np
 import numpyro.distributions as nd
 import pytest
 
-# one pytest worker starts them all; fresh processes: `make test-integration` (CI)
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("multiprocess")]
+# one pytest worker starts them all (a module's tests run together, see tests/conftest.py);
+# fresh processes: `make test-integration` (CI)
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ("0", "2")  # numpyro's field orders differ under these (checked below)

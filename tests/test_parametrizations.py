@@ -26,8 +26,6 @@ import stabledist as sd
 from stabledist.cache import CACHE
 from stabledist.introspect import lazy_names
 
-pytestmark = pytest.mark.xdist_group("parametrizations")
-
 COV = jnp.array([[2.0, 0.5, 0.2], [0.5, 1.5, 0.3], [0.2, 0.3, 1.0]], dtype=jnp.float32)
 CORR = jnp.array([[1.0, 0.4, 0.1], [0.4, 1.0, -0.3], [0.1, -0.3, 1.0]], dtype=jnp.float32)
 LOC = jnp.array([0.5, -1.0, 2.0], dtype=jnp.float32)

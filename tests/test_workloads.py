@@ -41,8 +41,6 @@ from numpyro.infer.util import log_density
 
 import stabledist as sd
 
-pytestmark = pytest.mark.xdist_group("workloads")
-
 Workload = Callable[..., Any]
 
 # --- comparison helpers -------------------------------------------------------------------
