@@ -91,6 +91,15 @@ def test_declaration_order():
     assert sd.TwoSidedTruncatedDistribution.gather_pytree_data_fields() == (
         "base_dist", "low", "high", "_support"
     )
+    # fields declared along a class hierarchy: base classes first (TransformedDistribution's
+    # base_dist and transforms, then LogNormal's loc and scale; ZeroInflatedProbsDistribution's
+    # base_dist and gate, then ZeroInflatedPoisson's rate) - the mutation pass's planted
+    # most-derived-first walk passed every other test (tools/mutation_pass.md)
+    assert sd.LogNormal.gather_pytree_data_fields() == ("base_dist", "transforms", "loc", "scale")
+    assert sd.ZeroInflatedPoisson.gather_pytree_data_fields() == ("base_dist", "gate", "rate")
+    paths, _ = jax.tree_util.tree_flatten_with_path(sd.LogNormal(jnp.array(0.5), jnp.array(2.0)))
+    assert [jax.tree_util.keystr(p) for p, _ in paths] == [
+        ".base_dist.loc", ".base_dist.scale", ".loc", ".scale"]
     # fixed per class: the same tuple object every time (computed once, not per flatten)
     assert sd.Normal.gather_pytree_data_fields() is sd.Normal.gather_pytree_data_fields()
 
