@@ -54,6 +54,10 @@ __all__ = [
     "Hint",
 ]
 
+# =============================================================================================
+# 1. What the fork needs (stabledist.fork), each entry with its reason.
+# =============================================================================================
+
 HYBRID_FIELDS: dict[str, dict[str, StaticTest]] = {
     # numpyro writes a custom tree_flatten for each of these: the field is a leaf when it is an
     # array and static (aux data) otherwise. A numpyro class with a custom tree_flatten that is
@@ -816,11 +820,9 @@ def _car(ctx: DrawContext) -> dict[str, Any]:
     # is_sparse=True stores a scipy sparse matrix as static pytree data (upstream too), which
     # is unhashable, so such an instance cannot cross a jit boundary: dense only here.
     n = max(ctx.n, 3)
-    adj = np.zeros((n, n), dtype=np.float32)
-    for k in range(n):
-        adj[k, (k + 1) % n] = adj[(k + 1) % n, k] = 1.0
     return {"loc": ctx.value(C.real_vector, n=n), "correlation": ctx.floats(-0.9, 0.9),
-            "conditional_precision": ctx.value(C.positive), "adj_matrix": ctx.raw(adj),
+            "conditional_precision": ctx.value(C.positive),
+            "adj_matrix": ctx.raw(_ring_adjacency(n)),
             "is_sparse": False}
 
 
