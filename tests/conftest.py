@@ -44,12 +44,12 @@ def name(request: pytest.FixtureRequest) -> str:
 # --- one worker per class: `make test` runs pytest-xdist with --dist loadgroup -----------------
 # Every test of one distribution class (its parameter id names the class: helpers.class_group)
 # runs on one worker, after each other, so the class's operations are compiled once for all of
-# them (test_api, test_numbers, test_pytree, the property suite, ...), and released once
-# (below). xdist's own loadgroup reads `xdist_group` marks through a node-id suffix that
-# pytest >= 9.2 no longer lets it write (pytest-dev/pytest-xdist#1386): grouping silently
-# stopped, every class ran on both workers and its programs were released and reloaded at
-# nearly every test. So the grouping is xdist's scope scheduler with the class as the scope,
-# and the module for tests of no class (helpers.worker_group; largest groups first, xdist's
+# them (test_api, test_numbers, test_pytree, the property suite, ...). xdist's own loadgroup
+# reads `xdist_group` marks through a node-id suffix that pytest >= 9.2 no longer lets it
+# write (pytest-dev/pytest-xdist#1386): grouping silently stopped, every class ran on both
+# workers and its programs were released and reloaded at nearly every test. So the grouping
+# is xdist's scope scheduler with the class as the scope, and the module for tests of no
+# class (helpers.worker_group; largest groups first, xdist's
 # default order). `pytest_sessionfinish` fails the run if a class ever ran on two workers.
 
 
