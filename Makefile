@@ -15,7 +15,7 @@ OLDEST_PINS := numpyro==0.21.0 jax==0.7.0 jaxlib==0.7.0
 OLDEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py
 
-.PHONY: bench test test-integration typecheck stubs test-properties test-oldest docs clean
+.PHONY: bench test test-integration test-default-codegen typecheck stubs test-properties test-oldest docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +40,16 @@ test: $(STAMP)
 # new venv, pyright and mypy on a user's file, every docs page on its own, two jax.distributed
 # processes, the benchmark's smoke run. CI runs them after `make test`.
 test-integration: $(STAMP)
-	$(PY) -m pytest $(XDIST) -m integration $(ARGS)
+	STABLEDIST_TEST_XLA_DEFAULTS=1 $(PY) -m pytest $(XDIST) -m integration $(ARGS)
+
+# `make test` compiles with XLA's cheaper CPU code generation (tests/conftest.py: the suite
+# compiles thousands of small programs; every comparison is between two computations compiled
+# under the same flags). CI runs the tests that compare numbers with numpyro once more under
+# XLA's defaults, what users run.
+DEFAULT_CODEGEN_TESTS := tests/test_numbers.py tests/test_workloads.py tests/test_cache.py
+test-default-codegen: $(STAMP)
+	STABLEDIST_TEST_XLA_DEFAULTS=1 $(PY) -m pytest $(XDIST) -m "not integration" \
+		$(DEFAULT_CODEGEN_TESTS) $(ARGS)
 
 # pyright (standard mode, configured in pyproject.toml) on the package, stubs included.
 typecheck: $(STAMP)
@@ -64,7 +73,7 @@ $(OLDEST_STAMP): pyproject.toml
 # The second CI command: the oldest supported numpyro/jax pair.
 test-oldest: $(OLDEST_STAMP)
 	$(OLDEST_PY) -c "import numpyro, jax; print('numpyro', numpyro.__version__, 'jax', jax.__version__)"
-	$(OLDEST_PY) -m pytest $(XDIST) $(OLDEST_TESTS) $(ARGS)
+	STABLEDIST_TEST_XLA_DEFAULTS=1 $(OLDEST_PY) -m pytest $(XDIST) $(OLDEST_TESTS) $(ARGS)
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
