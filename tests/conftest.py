@@ -1,6 +1,7 @@
-"""Shared test set-up: 4 host devices for pmap/shard_map (before jax is imported), the
-fixtures parametrized over every catalog example and public name, the hypothesis profiles and
-the coverage report. Shared data lives in ``helpers.py``."""
+"""Shared test set-up: 4 host devices for pmap/shard_map and XLA's cheaper CPU code
+generation (both before jax is imported), the fixtures parametrized over every catalog
+example and public name, the hypothesis profiles and the coverage report. Shared data lives
+in ``helpers.py``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
 # XLA's cheaper CPU code generation (no MLIR fusion emitters, no LLVM optimization): the suite
 # compiles thousands of programs, most of them one eager operation, each ~45 ms with jax
-# 0.10's defaults and ~25 ms with these; `make test` went from 12.7 to 8.2 min (README, "The
+# 0.10's defaults and ~25 ms with these; `make test` went from 12.7 to 8.6 min (README, "The
 # two commands"). Every comparison the suite makes is between two computations compiled under
 # the same flags (stabledist and numpyro, a value and its reference), so "the same program
 # gives the same bits" is tested all the same. STABLEDIST_TEST_XLA_DEFAULTS=1 keeps XLA's
