@@ -111,6 +111,7 @@ def test_same_numbers_with_sample_shape(name):
     build = catalog.EXAMPLES[name]
     ours, theirs = build(sd), build(nd)
     x, y = outcome(lambda: ours.sample(KEY, (2, 3))), outcome(lambda: theirs.sample(KEY, (2, 3)))
+    assert x[0] == "ok" and x[1].shape[:2] == (2, 3), x
     assert_same(x, y, "sample")
     assert_same(outcome(lambda: ours.log_prob(x[1])), outcome(lambda: theirs.log_prob(y[1])),
                 "log_prob")
