@@ -55,8 +55,34 @@ if not all(hasattr(_core, n) for n in ("trace_ctx", "eval_trace", "top_axis_env"
     )
 
 
+def _is_top_level_slow() -> bool:
+    ctx = _core.trace_ctx
+    return ctx.trace is _core.eval_trace and ctx.axis_env is _core.top_axis_env
+
+
+def _top_level_test() -> Callable[[], bool]:
+    """``trace_ctx.is_top_level()`` without its two Python property calls where jax keeps
+    the state in its C config objects (jax >= 0.8: ~0.2 us of every miss), else jax's own."""
+    strong, axis = (getattr(_core, n, None) for n in ("trace_state_strong_ref", "axis_env_state"))
+    prop = getattr(type(_core.trace_ctx), "trace", None)
+    if strong is None or axis is None or not isinstance(prop, property):
+        return _is_top_level_slow
+    eval_trace, top_axis_env = _core.eval_trace, _core.top_axis_env
+
+    def is_top_level() -> bool:
+        return strong.value is eval_trace and axis.value is top_axis_env
+
+    if is_top_level() != _is_top_level_slow():  # pragma: no cover - jax changed its state
+        return _is_top_level_slow
+    return is_top_level
+
+
+_is_top_level = _top_level_test()
+
+
 T = TypeVar("T")
 _MISSING: Any = object()
+_NOTHING_SEEDED: frozenset[str] = frozenset()
 
 
 class CacheInfo(NamedTuple):
@@ -119,10 +145,10 @@ class LazyValueCache:
             value = table.get(key, _MISSING)
             if value is not _MISSING:
                 return value
-            ctx = _core.trace_ctx
-            if ctx.trace is _core.eval_trace and ctx.axis_env is _core.top_axis_env:
+            if _is_top_level():
                 value = compute(instance)
             else:
+                ctx = _core.trace_ctx
                 leaves, treedef = jax.tree_util.tree_flatten(instance)
                 if not _is_concrete(leaves):  # traced leaves: numpyro's in-trace value
                     return compute(instance)
@@ -194,10 +220,11 @@ class LazyValueCache:
                     "(a __slots__ without '__weakref__'?), so their lazy values cannot be "
                     "cached externally"
                 ) from None
-            owner.key, owner.names, owner.seeded = key, set(), frozenset()
+            owner.key, owner.names, owner.seeded = key, {name}, _NOTHING_SEEDED
             self._owners[key] = owner
+        else:
+            owner.names.add(name)
         table[key] = value
-        owner.names.add(name)
         return owner
 
     def _release(self, owner: _Owner) -> None:
