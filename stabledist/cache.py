@@ -11,9 +11,9 @@ weak reference, so:
 * a value is computed at most once per instance, also when several threads race for it;
 * a lazy value of a distribution with concrete parameters first read inside ``grad`` or
   ``vmap`` is computed eagerly and cached, as numpyro does; first read inside ``jit`` (or
-  ``scan``, ``pmap``, ...) it is either *hoisted* - computed once (op by op, or by a
-  compiled program shared per class and shape when that is cheaper), cached, entering the
-  trace as a constant - when it does more than elementwise work (`stabledist.hoisting`), or
+  ``scan``, ``pmap``, ...) it is either *hoisted* - computed once (by a compiled program
+  shared per class and shape), cached, entering the trace as a constant - when it does more
+  than elementwise work (`stabledist.hoisting`), or
   computed in the trace exactly as numpyro does;
   a value computed from tracers is returned without being cached, so no tracer outlives its
   trace;
@@ -37,7 +37,7 @@ import numpy as np
 from jax.core import Tracer
 from numpyro.distributions.util import lazy_property as _numpyro_lazy_property
 
-from stabledist.hoisting import compute_hoisted, hoisting_mode, stages
+from stabledist.hoisting import compute_hoisted, hoisting_mode, one_shot_programs, stages
 
 __all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", "clear_cache"]
 
@@ -154,7 +154,7 @@ class LazyValueCache:
                     return compute(instance)
                 mode = "trace" if not stages(ctx.trace) else hoisting_mode(
                     instance, name, compute, leaves, treedef)
-                if mode == "program":
+                if mode == "program" or (mode == "eager" and one_shot_programs()):
                     value = compute_hoisted(instance, name, compute, leaves, treedef,
                                             self.cached(instance), self.seed)
                 elif mode == "eager":

@@ -17,15 +17,16 @@ it there: the same program, so the same bits and the same first-call cost.
 The decision looks at the jaxpr of the value's computation (one abstract trace, no compile),
 memoized per class, property and leaf shapes/dtypes.
 
-A hoisted value of a few distinct operations (at most `EAGER_OPS_MAX`: an MVN's
-``precision_matrix``) is computed op by op, numpyro's eager value bit for bit; each
-operation's kernel is compiled once per shape and shared by every later value. A longer one
-is computed by one compiled program per class, property and tree structure
+A hoisted value is computed by one compiled program per class, property and tree structure
 (`compute_hoisted`), shared by every instance with those leaf shapes: op by op it would
 compile one XLA program per operation and shape (~60 ms each on a CPU), 5 s for the
-``SineBivariateVonMises`` series against numpyro's 0.6 s for its whole program. XLA's
-compiled kernels may round matrix products differently from the op-by-op ones (``Wishart``'s
-``variance``: 1-3 units in the last place), as numpyro's own compiled program does.
+``SineBivariateVonMises`` series against numpyro's 0.6 s for its whole program. On the CPU
+the program is compiled with XLA's cheap code generation (`CPU_ONE_SHOT_OPTIONS`): it runs
+once. On an accelerator a value of a few distinct operations (at most `EAGER_OPS_MAX`: an
+MVN's ``precision_matrix``) is computed op by op (numpyro's eager value bit for bit), a longer
+one by the program. A program may round differently from the op-by-op kernels (``Wishart``'s
+``variance``: 1-3 units in the last place; on the CPU other Wishart matrices: 1 unit), as
+numpyro's own compiled program does.
 
 Only a trace that *stages* operations (``jit``, ``scan``, ``pmap``, ...) needs any of this:
 under ``grad``, ``jvp`` or ``vmap`` alone, operations on concrete leaves run eagerly anyway, so
@@ -35,6 +36,7 @@ numpyro caches it (`stages`).
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections.abc import Callable
@@ -44,7 +46,8 @@ import jax
 import numpy as np
 from jax._src import core as _core
 
-__all__ = ["EAGER_OPS_MAX", "HEAVY_PRIMITIVES", "compute_hoisted", "hoisting_mode", "stages"]
+__all__ = ["CPU_ONE_SHOT_OPTIONS", "EAGER_OPS_MAX", "HEAVY_PRIMITIVES", "compute_hoisted",
+           "hoisting_mode", "one_shot_programs", "stages"]
 
 HEAVY_PRIMITIVES = frozenset({
     # linear algebra (more than linear work in the size of its operands)
@@ -63,10 +66,12 @@ EXPANSION = 4
 (a series evaluated on a grid) makes a value worth hoisting."""
 
 EAGER_OPS_MAX = 8
-"""A hoisted value whose computation has at most this many distinct operations is computed
-op by op (numpyro's eager bits; each operation's kernel is compiled once per shape, and
-then shared by every later value); one with more by one compiled program (one compile
-instead of one per operation)."""
+"""A hoisted value whose computation has at most this many distinct operations (mode
+``"eager"``) is computed op by op on an accelerator (numpyro's eager bits; each kernel
+compiled once per shape and shared), and on the CPU by a program compiled with
+`CPU_ONE_SHOT_OPTIONS` (one cheap compile: the first call of a function reading an MVN's
+``precision_matrix`` at dimension 16-2048 then costs numpyro's, against 1.1-2.5x numpyro's op
+by op); one with more by one compiled program everywhere (mode ``"program"``)."""
 
 Mode = Literal["trace", "eager", "program"]
 
@@ -77,9 +82,10 @@ def hoisting_mode(instance: Any, name: str, compute: Callable[[Any], Any],
                   leaves: list[Any], treedef: Any) -> Mode:
     """How a staging trace gets ``compute(instance)`` (the lazy value ``name``) of an
     instance with concrete leaves: ``"trace"`` computes it in the trace, as numpyro does
-    (elementwise work); ``"eager"`` hoists it, op by op; ``"program"`` hoists it with a
-    compiled program (`compute_hoisted`). Memoized per class, name and leaf shapes/dtypes; a
-    computation that cannot be traced abstractly is hoisted op by op."""
+    (elementwise work); ``"eager"`` hoists a short computation (`EAGER_OPS_MAX`);
+    ``"program"`` hoists it with a compiled program (`compute_hoisted`). Memoized per class,
+    name and leaf shapes/dtypes; a computation that cannot be traced abstractly is hoisted op
+    by op."""
     cls = type(instance)
     # the tree structure is left out of the key: its static fields may hold arrays (no
     # equality), and they do not change which primitives the value needs
@@ -215,7 +221,15 @@ for any value hoisted by a program."""
 
 def _one_shot_options() -> dict[str, Any] | None:
     """`CPU_ONE_SHOT_OPTIONS` on the CPU; on an accelerator (not measured) XLA's defaults."""
-    return dict(CPU_ONE_SHOT_OPTIONS) if jax.default_backend() == "cpu" else None
+    return dict(CPU_ONE_SHOT_OPTIONS) if one_shot_programs() else None
+
+
+@functools.cache
+def one_shot_programs() -> bool:
+    """Whether hoisting programs get `CPU_ONE_SHOT_OPTIONS` (JAX's default backend is the CPU),
+    and then also compute the values of mode ``"eager"`` (one cheap compile).
+    Asked at the first hoist, not at import: asking initialises JAX's backend."""
+    return jax.default_backend() == "cpu"
 
 
 def _is_array_tree(value: Any) -> bool:

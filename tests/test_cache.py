@@ -324,6 +324,23 @@ def test_long_hoisted_computation_is_one_program_shared_across_instances():
         assert jnp.allclose(CACHE.cached(ours)["norm_const"], want, rtol=1e-6)
 
 
+def test_short_hoisted_value_is_one_cheap_program_on_the_cpu():
+    """On the CPU, MultivariateNormal's precision_matrix (a few operations) first read inside
+    jit is computed by one program compiled with cheap code generation, not by jax's eager
+    kernels compiled with XLA's defaults; it is numpyro's eager value to rounding."""
+    from stabledist.hoisting import one_shot_programs
+
+    assert one_shot_programs()  # the suite runs on the CPU
+    n = 7  # a dimension no other test hoists with (the program is shared per shape)
+    tril = jnp.linalg.cholesky(jnp.eye(n) + 0.1 * jnp.ones((n, n)))
+    d = sd.MultivariateNormal(jnp.zeros(n), scale_tril=tril)
+    names = _compiles(lambda: jax.block_until_ready(jax.jit(lambda x: d.precision_matrix @ x)(
+        jnp.ones(n))))
+    assert names == ["jit(hoisted_precision_matrix)", "jit(<lambda>)"], names  # no eager kernel
+    want = nd.MultivariateNormal(jnp.zeros(n), scale_tril=tril).precision_matrix
+    assert jnp.allclose(CACHE.cached(d)["precision_matrix"], want, rtol=1e-6)
+
+
 def test_hoisting_program_falls_back_to_eager_for_unhashable_static_fields(monkeypatch):
     """A tree structure that cannot be a dict key (static fields without a hash) gets no
     shared program: the value is computed op by op, still cached and correct."""

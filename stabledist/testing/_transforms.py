@@ -22,7 +22,7 @@ from jax.core import Tracer
 from jax.sharding import PartitionSpec
 
 from stabledist.cache import CACHE
-from stabledist.hoisting import hoisting_mode
+from stabledist.hoisting import hoisting_mode, one_shot_programs
 from stabledist.introspect import class_attribute, upstream_class
 from stabledist.known_classes import NOT_PARAMETRIZATIONS
 from stabledist.testing._compare import (
@@ -416,13 +416,15 @@ def _first_read(transform: str, d: Any, names: tuple[str, ...]) -> dict[str, Any
 
 
 def _compiled_hoists(d: Any, names: set[str]) -> set[str]:
-    """Which of ``d``'s lazy values ``names`` a staging trace hoists with a compiled program."""
+    """Which of ``d``'s lazy values ``names`` a staging trace hoists with a compiled program
+    (on the CPU every hoisted value: `stabledist.hoisting.one_shot_programs`)."""
     leaves, treedef = jax.tree_util.tree_flatten(d)
+    modes = {"program", "eager"} if one_shot_programs() else {"program"}
     out = set()
     for n in names:
         prop = class_attribute(type(d), n)
         compute = getattr(prop, "wrapped", None)
-        if compute is not None and hoisting_mode(d, n, compute, leaves, treedef) == "program":
+        if compute is not None and hoisting_mode(d, n, compute, leaves, treedef) in modes:
             out.add(n)
     return out
 
@@ -431,9 +433,10 @@ def check_hoisting(make: Callable[[], Any], upstream: Callable[[], Any] | None =
                    transforms: Sequence[str] = HOISTING_TRANSFORMS) -> None:
     """A *fresh* instance (from ``make``) whose lazy values are first read inside each of
     ``transforms`` gives numpyro's values: bit for bit numpyro's *eager* value for every
-    value it cached (under ``grad``/``vmap`` computed eagerly, as numpyro does; under a
-    staging transformation hoisted op by op), numpyro's eager value up to compiled-kernel
-    rounding for a value hoisted by a compiled program (`stabledist.hoisting`), and,
+    value it cached under ``grad``/``vmap`` (computed eagerly, as numpyro does), numpyro's
+    eager value up to compiled-kernel rounding for a value a staging transformation hoisted
+    with a compiled program (`stabledist.hoisting`; on an accelerator short values are
+    hoisted op by op: bit for bit), and,
     inside ``jit``, numpyro's value read inside ``jit`` for every other one (computed in the
     trace, the same program as numpyro's; under the other transformations those are
     compared with the eager values by `check_vmap`, `check_pmap`, ...).
