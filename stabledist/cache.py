@@ -37,7 +37,7 @@ import numpy as np
 from jax.core import Tracer
 from numpyro.distributions.util import lazy_property as _numpyro_lazy_property
 
-from stabledist.hoisting import compute_hoisted, hoisting_mode, one_shot_programs, stages
+from stabledist.hoisting import compute_hoisted, hoisting_mode, stages
 
 __all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", "clear_cache"]
 
@@ -55,25 +55,19 @@ if not all(hasattr(_core, n) for n in ("trace_ctx", "eval_trace", "top_axis_env"
     )
 
 
-def _is_top_level_slow() -> bool:
-    ctx = _core.trace_ctx
-    return ctx.trace is _core.eval_trace and ctx.axis_env is _core.top_axis_env
-
-
 def _top_level_test() -> Callable[[], bool]:
-    """``trace_ctx.is_top_level()`` without its two Python property calls where jax keeps
-    the state in its C config objects (jax >= 0.8: ~0.2 us of every miss), else jax's own."""
+    """jax's ``trace_ctx.is_top_level`` without its two Python property calls where jax keeps
+    the state in its C config objects (jax >= 0.8: ~0.2 us of every miss)."""
     strong, axis = (getattr(_core, n, None) for n in ("trace_state_strong_ref", "axis_env_state"))
-    prop = getattr(type(_core.trace_ctx), "trace", None)
-    if strong is None or axis is None or not isinstance(prop, property):
-        return _is_top_level_slow
+    if strong is None or axis is None:
+        return _core.trace_ctx.is_top_level
     eval_trace, top_axis_env = _core.eval_trace, _core.top_axis_env
 
     def is_top_level() -> bool:
         return strong.value is eval_trace and axis.value is top_axis_env
 
-    if is_top_level() != _is_top_level_slow():  # pragma: no cover - jax changed its state
-        return _is_top_level_slow
+    if not is_top_level():  # pragma: no cover - jax keeps its state elsewhere now
+        return _core.trace_ctx.is_top_level
     return is_top_level
 
 
@@ -154,7 +148,7 @@ class LazyValueCache:
                     return compute(instance)
                 mode = "trace" if not stages(ctx.trace) else hoisting_mode(
                     instance, name, compute, leaves, treedef)
-                if mode == "program" or (mode == "eager" and one_shot_programs()):
+                if mode == "program":
                     value = compute_hoisted(instance, name, compute, leaves, treedef,
                                             self.cached(instance), self.seed)
                 elif mode == "eager":

@@ -82,10 +82,10 @@ def hoisting_mode(instance: Any, name: str, compute: Callable[[Any], Any],
                   leaves: list[Any], treedef: Any) -> Mode:
     """How a staging trace gets ``compute(instance)`` (the lazy value ``name``) of an
     instance with concrete leaves: ``"trace"`` computes it in the trace, as numpyro does
-    (elementwise work); ``"eager"`` hoists a short computation (`EAGER_OPS_MAX`);
-    ``"program"`` hoists it with a compiled program (`compute_hoisted`). Memoized per class,
-    name and leaf shapes/dtypes; a computation that cannot be traced abstractly is hoisted op
-    by op."""
+    (elementwise work); ``"eager"`` hoists it op by op (a short computation off the CPU:
+    `EAGER_OPS_MAX`); ``"program"`` hoists it with a compiled program (`compute_hoisted`).
+    Memoized per class, name and leaf shapes/dtypes; a computation that cannot be traced
+    abstractly is hoisted op by op."""
     cls = type(instance)
     # the tree structure is left out of the key: its static fields may hold arrays (no
     # equality), and they do not change which primitives the value needs
@@ -118,7 +118,8 @@ def _decide(compute: Callable[[Any], Any], leaves: list[Any], treedef: Any) -> M
     # an eager evaluation compiles one kernel per distinct top-level operation
     ops = {(e.primitive.name, tuple(str(v.aval) for v in e.invars), str(e.params))
            for e in jaxpr.eqns}
-    return "eager" if len(ops) <= EAGER_OPS_MAX else "program"
+    short = len(ops) <= EAGER_OPS_MAX
+    return "eager" if short and not one_shot_programs() else "program"
 
 
 def _heavy(jaxpr: Any, bound: int) -> bool:
@@ -227,7 +228,7 @@ def _one_shot_options() -> dict[str, Any] | None:
 @functools.cache
 def one_shot_programs() -> bool:
     """Whether hoisting programs get `CPU_ONE_SHOT_OPTIONS` (JAX's default backend is the CPU),
-    and then also compute the values of mode ``"eager"`` (one cheap compile).
+    and then also compute short values (one cheap compile instead of op by op).
     Asked at the first hoist, not at import: asking initialises JAX's backend."""
     return jax.default_backend() == "cpu"
 

@@ -22,7 +22,7 @@ from jax.core import Tracer
 from jax.sharding import PartitionSpec
 
 from stabledist.cache import CACHE
-from stabledist.hoisting import hoisting_mode, one_shot_programs
+from stabledist.hoisting import hoisting_mode
 from stabledist.introspect import class_attribute, upstream_class
 from stabledist.known_classes import NOT_PARAMETRIZATIONS
 from stabledist.testing._compare import (
@@ -416,15 +416,13 @@ def _first_read(transform: str, d: Any, names: tuple[str, ...]) -> dict[str, Any
 
 
 def _compiled_hoists(d: Any, names: set[str]) -> set[str]:
-    """Which of ``d``'s lazy values ``names`` a staging trace hoists with a compiled program
-    (on the CPU every hoisted value: `stabledist.hoisting.one_shot_programs`)."""
+    """Which of ``d``'s lazy values ``names`` a staging trace hoists with a compiled program."""
     leaves, treedef = jax.tree_util.tree_flatten(d)
-    modes = {"program", "eager"} if one_shot_programs() else {"program"}
     out = set()
     for n in names:
         prop = class_attribute(type(d), n)
         compute = getattr(prop, "wrapped", None)
-        if compute is not None and hoisting_mode(d, n, compute, leaves, treedef) in modes:
+        if compute is not None and hoisting_mode(d, n, compute, leaves, treedef) == "program":
             out.add(n)
     return out
 
