@@ -37,7 +37,14 @@ import numpy as np
 from jax.core import Tracer
 from numpyro.distributions.util import lazy_property as _numpyro_lazy_property
 
-from stabledist.hoisting import compute_hoisted, hoisting_mode, stages
+from stabledist.hoisting import (
+    compute_hoisted,
+    decide_recorded,
+    hoisting_mode,
+    known_mode,
+    stages,
+    start_recording,
+)
 
 __all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", "clear_cache"]
 
@@ -135,7 +142,9 @@ class LazyValueCache:
         if table is None:
             table = self._tables.get(name) or self.table(name)
         key = id(instance)
-        with self.lock:
+        lock = self.lock
+        lock.acquire()  # (no `with`: half the cost on a miss)
+        try:
             value = table.get(key, _MISSING)
             if value is not _MISSING:
                 return value
@@ -146,21 +155,40 @@ class LazyValueCache:
                 leaves, treedef = jax.tree_util.tree_flatten(instance)
                 if not _is_concrete(leaves):  # traced leaves: numpyro's in-trace value
                     return compute(instance)
-                mode = "trace" if not stages(ctx.trace) else hoisting_mode(
-                    instance, name, compute, leaves, treedef)
+                if not stages(ctx.trace):
+                    mode = "trace"
+                else:
+                    mode = known_mode(instance, name, leaves)
+                    if mode is None:
+                        # first read at these shapes: computed in the trace as numpyro does,
+                        # decided from what that added (hoisted instead if it must be)
+                        recording = start_recording(ctx.trace)
+                        if recording is not None:
+                            try:
+                                value = compute(instance)
+                            except Exception:  # e.g. Python control flow on values
+                                value = _MISSING
+                            else:
+                                mode = decide_recorded(instance, name, leaves, recording, value)
+                                if mode != "trace":
+                                    value = _MISSING
+                    if mode is None:
+                        mode = hoisting_mode(instance, name, compute, leaves, treedef)
                 if mode == "program":
                     value = compute_hoisted(instance, name, compute, leaves, treedef,
                                             self.cached(instance), self.seed)
                 elif mode == "eager":
                     with jax.ensure_compile_time_eval():  # numpyro's eager value
                         value = compute(instance)
-                else:
+                elif value is _MISSING:
                     # numpyro's value: under grad or vmap alone computed eagerly (and then
                     # cached below, as numpyro caches it), under jit in the trace
                     value = compute(instance)
             if type(value) in _CONCRETE_TYPES or _is_concrete(value):
                 self._store(instance, key, name, table, value)
             return value
+        finally:
+            lock.release()
 
     def seed(self, instance: object, name: str, value: Any) -> None:
         """Store ``value`` as state of ``instance`` given by its constructor (an alternative

@@ -14,8 +14,13 @@ intermediate much larger than the parameters and the result (``SineBivariateVonM
 normalising series). Any other value is computed in the trace, exactly as numpyro computes
 it there: the same program, so the same bits and the same first-call cost.
 
-The decision looks at the jaxpr of the value's computation (one abstract trace, no compile),
-memoized per class, property and leaf shapes/dtypes.
+The decision looks at the operations of the value's computation, without a compile: those
+its first computation in the trace added (`decide_recorded`: no extra trace), or, when that
+computation used values cached before, those of an abstract trace from the leaves alone
+(`_decide`; ~20 ms for a ``TruncatedNormal`` normaliser, as much as tracing the user's whole
+``log_prob``). It is memoized per class, property and leaf shapes/dtypes - and, when it cannot
+depend on the sizes (a linear-algebra primitive; or no intermediate larger than the leaves or
+results together), per leaf *ranks*: a new batch size decides nothing again.
 
 A hoisted value is computed by one compiled program per class, property and tree structure
 (`compute_hoisted`), shared by every instance with those leaf shapes: op by op it would
@@ -37,17 +42,20 @@ numpyro caches it (`stages`).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import weakref
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import jax
 import numpy as np
 from jax._src import core as _core
+from jax.core import Tracer
 
-__all__ = ["CPU_ONE_SHOT_OPTIONS", "EAGER_OPS_MAX", "HEAVY_PRIMITIVES", "compute_hoisted",
-           "hoisting_mode", "one_shot_programs", "stages"]
+__all__ = ["CPU_ONE_SHOT_OPTIONS", "EAGER_OPS_MAX", "HEAVY_PRIMITIVES", "Recording",
+           "compute_hoisted", "decide_recorded", "hoisting_mode", "known_mode",
+           "one_shot_programs", "stages", "start_recording"]
 
 HEAVY_PRIMITIVES = frozenset({
     # linear algebra (more than linear work in the size of its operands)
@@ -84,60 +92,166 @@ def hoisting_mode(instance: Any, name: str, compute: Callable[[Any], Any],
     instance with concrete leaves: ``"trace"`` computes it in the trace, as numpyro does
     (elementwise work); ``"eager"`` hoists it op by op (a short computation off the CPU:
     `EAGER_OPS_MAX`); ``"program"`` hoists it with a compiled program (`compute_hoisted`).
-    Memoized per class, name and leaf shapes/dtypes; a computation that cannot be traced
-    abstractly is hoisted op by op."""
-    cls = type(instance)
-    # the tree structure is left out of the key: its static fields may hold arrays (no
-    # equality), and they do not change which primitives the value needs
-    key = (name, tuple((np.shape(x), getattr(x, "dtype", type(x))) for x in leaves))
-    decisions = _DECISIONS.get(cls)
+    Memoized per class, name and leaf shapes/dtypes, and per leaf ranks when the decision
+    cannot depend on the sizes (`_decide`); a computation that cannot be traced abstractly is
+    hoisted op by op."""
+    mode = known_mode(instance, name, leaves)
+    if mode is None:
+        mode, sizeless = _decide(compute, leaves, treedef)
+        _remember(instance, name, leaves, mode, sizeless)
+    return mode
+
+
+def known_mode(instance: Any, name: str, leaves: list[Any]) -> Mode | None:
+    """The memoized decision for these leaf shapes (or ranks), if one was made."""
+    decisions = _DECISIONS.get(type(instance))
     if decisions is None:
-        decisions = _DECISIONS.setdefault(cls, {})
-    decision = decisions.get(key)
-    if decision is None:
-        decision = decisions[key] = _decide(compute, leaves, treedef)
-    return decision
+        return None
+    shapes, dtypes = _signature(leaves)
+    mode = decisions.get(("shapes", name, shapes, dtypes))
+    if mode is None:
+        mode = decisions.get(("ranks", name, _ranks(shapes), dtypes))
+    return mode
 
 
-def _decide(compute: Callable[[Any], Any], leaves: list[Any], treedef: Any) -> Mode:
+def _signature(leaves: list[Any]) -> tuple[tuple, tuple]:
+    # the tree structure is left out of the keys: its static fields may hold arrays (no
+    # equality), and they do not change which primitives the value needs
+    return (tuple(np.shape(x) for x in leaves),
+            tuple(getattr(x, "dtype", type(x)) for x in leaves))
+
+
+def _ranks(shapes: tuple) -> tuple:
+    # sizes 1 stay in the ranks key: they broadcast, so they change which shapes meet
+    return tuple(tuple(d == 1 for d in s) for s in shapes)
+
+
+def _remember(instance: Any, name: str, leaves: list[Any], mode: Mode, sizeless: bool) -> None:
+    decisions = _DECISIONS.get(type(instance))
+    if decisions is None:
+        decisions = _DECISIONS.setdefault(type(instance), {})
+    shapes, dtypes = _signature(leaves)
+    decisions[("shapes", name, shapes, dtypes)] = mode
+    if sizeless:
+        decisions[("ranks", name, _ranks(shapes), dtypes)] = mode
+
+
+def _decide(compute: Callable[[Any], Any], leaves: list[Any],
+            treedef: Any) -> tuple[Mode, bool]:
+    """The mode from an abstract trace of the value from the leaves alone, and whether it
+    holds for every size of the same leaf ranks (`_classify`)."""
     def value(*xs: Any) -> Any:
         return compute(jax.tree_util.tree_unflatten(treedef, xs))
 
     try:
         closed = jax.make_jaxpr(value)(*leaves)
     except Exception:  # not traceable abstractly (Python control flow on values, ...)
-        return "eager"
+        return "eager", False
     jaxpr = closed.jaxpr
-    bound = EXPANSION * max(
-        sum(_size(v.aval) for v in jaxpr.invars),
-        sum(_size(v.aval) for v in jaxpr.outvars if hasattr(v, "aval")),
-        1,
-    )
-    if not _heavy(jaxpr, bound):
-        return "trace"
+    io = max(sum(_size(v.aval) for v in jaxpr.invars),
+             sum(_size(v.aval) for v in jaxpr.outvars if hasattr(v, "aval")), 1)
+    return _classify(jaxpr.eqns, io)
+
+
+def _classify(eqns: list[Any], io: int) -> tuple[Mode, bool]:
+    """The mode of a computation made of ``eqns`` whose leaves or results (the larger) hold
+    ``io`` numbers, and whether it holds for every size of the same leaf ranks: when a
+    primitive in `HEAVY_PRIMITIVES` decided, or no intermediate is larger than ``io``:
+    elementwise work, stacks and concatenations stay so whatever the sizes. A decision made
+    by an intermediate's size (`EXPANSION`) holds for these shapes only. (A value that
+    multiplies sizes only in its intermediates and was first decided with sizes of 2 would
+    keep being computed in the trace at larger sizes: numpyro's own behaviour, never a
+    different number.)"""
+    heavy_primitive, peak = _scan(eqns)
+    if not heavy_primitive and peak <= EXPANSION * io:
+        return "trace", peak <= io
     # an eager evaluation compiles one kernel per distinct top-level operation
     ops = {(e.primitive.name, tuple(str(v.aval) for v in e.invars), str(e.params))
-           for e in jaxpr.eqns}
+           for e in eqns}
     short = len(ops) <= EAGER_OPS_MAX
-    return "eager" if short and not one_shot_programs() else "program"
+    return ("eager" if short and not one_shot_programs() else "program"), heavy_primitive
 
 
-def _heavy(jaxpr: Any, bound: int) -> bool:
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name in HEAVY_PRIMITIVES:
-            return True
-        if any(_size(v.aval) > bound for v in eqn.outvars):
-            return True
+def _scan(eqns: Any) -> tuple[bool, int]:
+    """Whether ``eqns`` (with their sub-jaxprs) use a primitive in `HEAVY_PRIMITIVES`, and
+    the size of their largest intermediate."""
+    heavy, peak = False, 0
+    for eqn in eqns:
+        heavy = heavy or eqn.primitive.name in HEAVY_PRIMITIVES
+        peak = max([peak] + [_size(v.aval) for v in eqn.outvars])
         for param in eqn.params.values():
             for sub in param if isinstance(param, list | tuple) else (param,):
                 inner = getattr(sub, "jaxpr", sub)  # ClosedJaxpr -> Jaxpr
-                if hasattr(inner, "eqns") and _heavy(inner, bound):
-                    return True
-    return False
+                if hasattr(inner, "eqns"):
+                    sub_heavy, sub_peak = _scan(inner.eqns)
+                    heavy, peak = heavy or sub_heavy, max(peak, sub_peak)
+    return heavy, peak
+
+
+class Recording(NamedTuple):
+    """Where a jit-style trace's equation list stood before a value was computed in it
+    (`start_recording`)."""
+
+    frame: Any
+    eqns: int
+
+
+def start_recording(trace: Any) -> Recording | None:
+    """Mark ``trace``'s equation list, so that a value computed in the trace
+    right after can be decided from what it added (`decide_recorded`) instead of from a
+    second, abstract trace (`_decide`: as costly as the user's own ``log_prob``). ``None``
+    when the trace keeps them elsewhere than jax 0.7-0.10's ``DynamicJaxprTrace.frame``."""
+    frame = getattr(trace, "frame", None)
+    eqns = getattr(frame, "tracing_eqns", None)
+    consts = getattr(frame, "constvar_to_val", None)
+    if type(eqns) is not list or type(consts) is not dict:
+        return None
+    return Recording(frame, len(eqns))
+
+
+def decide_recorded(instance: Any, name: str, leaves: list[Any], recording: Recording,
+                    value: Any) -> Mode | None:
+    """The mode of ``value`` = the lazy value ``name`` of ``instance`` just computed in the
+    trace (from ``recording`` on), remembered as `hoisting_mode` remembers it; ``None`` when
+    the computation used an array constant other than the instance's leaves - a value cached
+    for this or another instance, which a fresh instance would recompute (then `_decide`,
+    from the leaves alone, decides). A value to hoist leaves no equation in the trace."""
+    frame = recording.frame
+    recorded: list[Any] = [e() if callable(e) else e
+                           for e in itertools.islice(frame.tracing_eqns, recording.eqns, None)]
+    eqns = [e for e in recorded if e is not None]
+    mode = _recorded_mode(instance, name, leaves, frame, eqns, value)
+    if mode != "trace" and not any(e.effects for e in eqns):
+        # dropped (hoisted, or decided again): what the computation added is dead code, and
+        # jit keeps even dead equations in its program, so they are taken back out (their
+        # tracers die with ``value``)
+        del frame.tracing_eqns[recording.eqns:]
+    return mode
+
+
+def _recorded_mode(instance: Any, name: str, leaves: list[Any], frame: Any,
+                   eqns: list[Any], value: Any) -> Mode | None:
+    leaf_ids = {id(x) for x in leaves}
+    for x in jax.tree_util.tree_leaves(value):  # a cached value returned as it is
+        if id(x) not in leaf_ids and isinstance(x, jax.Array) and not isinstance(x, Tracer):
+            return None
+    consts = frame.constvar_to_val
+    for eqn in eqns:  # a cached value used by an operation (numpy arrays are code literals)
+        for tracer in eqn.in_tracers:
+            atom = getattr(tracer, "val", None)
+            const = atom.val if isinstance(atom, _core.Literal) else consts.get(atom)
+            if (const is not None and id(const) not in leaf_ids
+                    and isinstance(const, jax.Array)):
+                return None
+    io = max(sum(_size(x) for x in leaves),
+             sum(_size(x) for x in jax.tree_util.tree_leaves(value)), 1)
+    mode, sizeless = _classify(eqns, io)
+    _remember(instance, name, leaves, mode, sizeless)
+    return mode
 
 
 def _size(aval: Any) -> int:
-    shape = getattr(aval, "shape", ())
+    shape = np.shape(aval) if not hasattr(aval, "shape") else aval.shape
     return math.prod(shape) if shape else 1
 
 

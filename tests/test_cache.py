@@ -334,11 +334,186 @@ def test_short_hoisted_value_is_one_cheap_program_on_the_cpu():
     n = 7  # a dimension no other test hoists with (the program is shared per shape)
     tril = jnp.linalg.cholesky(jnp.eye(n) + 0.1 * jnp.ones((n, n)))
     d = sd.MultivariateNormal(jnp.zeros(n), scale_tril=tril)
-    names = _compiles(lambda: jax.block_until_ready(jax.jit(lambda x: d.precision_matrix @ x)(
-        jnp.ones(n))))
+    x = jnp.ones(n)  # made before: only the read inside jit is recorded
+    names = _compiles(lambda: jax.block_until_ready(jax.jit(lambda x: d.precision_matrix @ x)(x)))
     assert names == ["jit(hoisted_precision_matrix)", "jit(<lambda>)"], names  # no eager kernel
     want = nd.MultivariateNormal(jnp.zeros(n), scale_tril=tril).precision_matrix
     assert jnp.allclose(CACHE.cached(d)["precision_matrix"], want, rtol=1e-6)
+
+
+def test_hoisting_decision_is_made_once_per_leaf_ranks_when_sizes_cannot_change_it(
+        monkeypatch):
+    """Whether to hoist a value is decided from the equations its first computation in the
+    trace added (no second, abstract trace: that costs as much as tracing the whole
+    log_prob, ~20 ms for a TruncatedNormal normaliser). A new size reuses a decision that
+    cannot depend on sizes - elementwise work (computed in the trace) and linear algebra
+    (hoisted) - while a decision made by an intermediate's size (a series on a grid) is made
+    again for every shape. Either way the decision is the one an abstract trace of the new
+    shape gives, and the jitted result is numpyro's (bit for bit when computed in the
+    trace)."""
+    import weakref
+
+    from stabledist import hoisting
+
+    monkeypatch.setattr(hoisting, "_DECISIONS", weakref.WeakKeyDictionary())
+    decided: list[tuple[str, tuple]] = []
+    abstract: list[str] = []
+    remember, decide = hoisting._remember, hoisting._decide
+
+    def counting(instance, name, leaves, mode, sizeless):
+        decided.append((name, tuple(jnp.shape(x) for x in leaves)))
+        return remember(instance, name, leaves, mode, sizeless)
+
+    def abstract_trace(compute, leaves, treedef):
+        abstract.append(compute.__name__)
+        return decide(compute, leaves, treedef)
+
+    monkeypatch.setattr(hoisting, "_remember", counting)
+    monkeypatch.setattr(hoisting, "_decide", abstract_trace)
+
+    def tn(m, b):
+        return m.TruncatedNormal(jnp.linspace(-1, 1, b), 1.5, low=-1.0, high=jnp.full(b, 2.0))
+
+    def sbvm(m, b):
+        return m.SineBivariateVonMises(jnp.full(b, 0.25), -1.0, 2.0, 3.0, correlation=0.8)
+
+    def mvn(m, n):
+        return m.MultivariateNormal(jnp.zeros(n), scale_tril=jnp.eye(n) * 1.5)
+
+    def log_prob(d, x):
+        return d.log_prob(x)
+
+    def precision(d, x):
+        return x @ d.precision_matrix
+
+    cases = [  # (build, sizes, read, value kind, decided again per shape)
+        (tn, (4, 9, 33), log_prob, "elementwise", False),
+        (mvn, (3, 6), precision, "linear algebra", False),
+        (sbvm, (2, 5), log_prob, "series on a grid", True),
+    ]
+    for build, sizes, read, kind, per_shape in cases:
+        decided.clear()
+        for size in sizes:
+            ours, theirs = build(sd, size), build(nd, size)
+            x = theirs.sample(jax.random.PRNGKey(size), (2,))
+            got = jax.jit(lambda x, d=ours, r=read: r(d, x))(x)
+            want = jax.jit(lambda x, d=theirs, r=read: r(d, x))(x)
+            if kind == "elementwise":  # computed in the trace: numpyro's program
+                assert jnp.array_equal(got, want), (kind, size)
+            else:
+                assert jnp.allclose(got, want, rtol=1e-5), (kind, size)
+            leaves, treedef = jax.tree_util.tree_flatten(ours)
+            shapes = tuple(jnp.shape(v) for v in leaves)
+            memo = hoisting._DECISIONS.get(type(ours), {})
+            for key, mode in list(memo.items()):
+                if key[0] == "shapes" and key[2] == shapes:
+                    compute = class_attribute(type(ours), key[1]).wrapped
+                    assert mode == decide(compute, leaves, treedef)[0], (kind, size, key)
+        first = [d for d in decided if d[1] == decided[0][1]]
+        assert first, kind
+        assert len(decided) == (len(first) * len(sizes) if per_shape else len(first)), (
+            kind, decided)
+    assert abstract == [], abstract  # fresh instances: decided from their own trace
+
+
+def test_a_value_hoisted_after_its_first_computation_in_the_trace_leaves_no_equation(
+        monkeypatch):
+    """Deciding from the trace computes the value there first; a value then hoisted (or
+    decided again from the leaves) leaves none of those equations in the program: jit
+    keeps dead equations, so they would be lowered and compiled for nothing."""
+    import weakref
+
+    from stabledist import hoisting
+
+    monkeypatch.setattr(hoisting, "_DECISIONS", weakref.WeakKeyDictionary())
+    cov = jnp.array([[2.0, 0.5, 0.1], [0.5, 1.0, 0.2], [0.1, 0.2, 1.5]])
+    d = sd.MultivariateNormal(jnp.zeros(3), covariance_matrix=cov)  # hoisted
+    jaxpr = jax.make_jaxpr(lambda x: d.precision_matrix @ x)(jnp.ones(3))
+    assert [e.primitive.name for e in jaxpr.eqns] == ["dot_general"], jaxpr
+    copula = sd.GaussianCopulaBeta(2.0, 3.0, correlation_matrix=cov / 2 + jnp.eye(3) / 2)
+    jaxpr = jax.make_jaxpr(lambda: copula.correlation_matrix)()  # decided again from leaves
+    assert jaxpr.eqns == [], jaxpr
+
+
+def test_hoisting_decisions_from_the_trace_agree_with_abstract_traces_over_the_catalog(
+        monkeypatch):
+    """For every catalog example, a fresh instance whose lazy values are first read inside jit
+    has each hoisting decision (made from what its computation added to the trace) equal to
+    the decision an abstract trace from the leaves alone gives."""
+    import weakref
+
+    from stabledist import hoisting
+
+    compared = 0
+    for example, build in BUILDERS:
+        d = build(sd)
+        names = lazy_names(d)
+        if not names:
+            continue
+        monkeypatch.setattr(hoisting, "_DECISIONS", weakref.WeakKeyDictionary())
+
+        def read(s, d=d, names=names):
+            out = {}
+            for n in names:
+                try:
+                    out[n] = getattr(d, n)
+                except Exception:  # numpyro raises for some (mode, ...), as upstream
+                    pass
+            return s, out
+
+        jax.jit(read)(jnp.zeros(()))
+        leaves, treedef = jax.tree_util.tree_flatten(d)
+        for key, mode in list(hoisting._DECISIONS.get(type(d), {}).items()):
+            if key[0] != "shapes" or key[2] != tuple(jnp.shape(x) for x in leaves):
+                continue  # a held distribution's decision (checked with its own class)
+            compute = class_attribute(type(d), key[1]).wrapped
+            assert mode == hoisting._decide(compute, leaves, treedef)[0], (example, key[1])
+            compared += 1
+    assert compared >= 60, compared
+
+
+def test_hoisting_decision_of_an_instance_with_cached_values_is_made_from_its_leaves(
+        monkeypatch):
+    """A value whose first computation in the trace used cached values (its own instance's,
+    or a held distribution's seeded one) is decided by an abstract trace from the leaves
+    alone, as a fresh instance would compute it - never from what this instance happens to
+    hold; the result is numpyro's."""
+    import weakref
+
+    from stabledist import hoisting
+
+    monkeypatch.setattr(hoisting, "_DECISIONS", weakref.WeakKeyDictionary())
+    abstract: list[str] = []
+    decide = hoisting._decide
+
+    def abstract_trace(compute, leaves, treedef):
+        abstract.append(compute.__name__)
+        return decide(compute, leaves, treedef)
+
+    monkeypatch.setattr(hoisting, "_decide", abstract_trace)
+    corr = jnp.array([[1.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 1.0]])
+    # the copula's correlation_matrix is its MVN's covariance_matrix, seeded by the constructor
+    ours = sd.GaussianCopulaBeta(2.0, 3.0, correlation_matrix=corr)
+    got = jax.jit(lambda: ours.correlation_matrix)()
+    assert abstract == ["correlation_matrix"], abstract
+    assert jnp.array_equal(got, nd.GaussianCopulaBeta(2.0, 3.0, correlation_matrix=corr)
+                           .correlation_matrix)
+    # a value computed from another value cached eagerly before
+    class Scaled(sd.Normal):
+        @lazy_property
+        def spread(self):
+            return 2.0 * self.variance_
+
+        @lazy_property
+        def variance_(self):
+            return jnp.broadcast_to(self.scale**2, self.batch_shape)
+
+    abstract.clear()
+    ours = Scaled(jnp.zeros(5), jnp.linspace(1.0, 2.0, 5))
+    ours.variance_  # noqa: B018 - cached eagerly
+    got = jax.jit(lambda: ours.spread)()
+    assert abstract == ["spread"], abstract
+    assert jnp.array_equal(got, 2.0 * jnp.linspace(1.0, 2.0, 5) ** 2)
 
 
 def test_hoisting_program_falls_back_to_eager_for_unhashable_static_fields(monkeypatch):
