@@ -6,12 +6,13 @@ Options are parsed and the environment is set *before* jax is imported; see ``--
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import os
 import sys
 from pathlib import Path
 
-from benchmarks.config import BENCHMARKS, PROFILES
+from benchmarks.config import BENCHMARKS, PROFILES, Profile
 from benchmarks.environment import configure
 
 
@@ -50,7 +51,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--host-devices", type=int, default=os.cpu_count() or 1, metavar="N",
                         help="XLA host (CPU) devices, i.e. parallel NUTS chains on CPU "
                         "(default: the CPU count)")
+    parser.add_argument("--e2e-reps", type=int, default=None, metavar="N",
+                        help="repetitions per end-to-end row (default: the profile's; 3, or 1 "
+                        "with --quick); one program's compile time varies by up to 15%% from "
+                        "run to run on a 2-core machine, so resolving a few percent takes ~10")
     ns = parser.parse_args(argv)
+    if ns.e2e_reps is not None and ns.e2e_reps < 1:
+        parser.error("--e2e-reps must be at least 1")
     if ns.only:
         names = [n.strip() for n in ns.only.split(",") if n.strip()]
         unknown = [n for n in names if n not in BENCHMARKS]
@@ -67,6 +74,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return ns
 
 
+def profile_of(ns: argparse.Namespace) -> Profile:
+    """The profile the options name, with ``--e2e-reps`` applied (its name says so, since the
+    published page states the profile)."""
+    profile = PROFILES[ns.profile]
+    if ns.e2e_reps is not None and ns.e2e_reps != profile.e2e_reps:
+        profile = dataclasses.replace(profile, name=f"{profile.name}, e2e_reps={ns.e2e_reps}",
+                                      e2e_reps=ns.e2e_reps)
+    return profile
+
+
 def main(argv: list[str] | None = None) -> int:
     ns = parse_args(argv)
     if ns.publish:
@@ -80,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     configure(ns.device, ns.host_devices)
     from benchmarks.runner import run  # imports jax, after configure()
 
-    status, payload = run(PROFILES[ns.profile], ns.only, Path(ns.out), ns.device,
+    status, payload = run(profile_of(ns), ns.only, Path(ns.out), ns.device,
                           " ".join(["python -m benchmarks",
                                     *(sys.argv[1:] if argv is None else argv)]),
                           strict=ns.strict)

@@ -17,7 +17,7 @@ from benchmarks.bench_e2e import bench_e2e as run_e2e
 from benchmarks.bench_memory import bench_memory
 from benchmarks.bench_micro import bench_dispatch, bench_flatten, bench_lazy
 from benchmarks.bench_pcache import bench_pcache as run_pcache
-from benchmarks.config import BENCHMARKS, PLANNED_SECONDS, Profile
+from benchmarks.config import BENCHMARKS, PLANNED_SECONDS, PROFILES, Profile
 from benchmarks.environment import describe, load_average
 from benchmarks.timing import TRACKER, BenchResult, progress
 
@@ -67,7 +67,10 @@ def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: 
     if device not in ("auto", "cpu") and env["backend"] == "cpu":
         print(f"--device {device} requested but JAX's backend is cpu", file=sys.stderr)
         return EXIT_SETUP, {}
-    planned = PLANNED_SECONDS.get(profile.name, PLANNED_SECONDS["default"])
+    base = profile.name.partition(",")[0]  # "default, e2e_reps=10": --e2e-reps
+    planned = dict(PLANNED_SECONDS.get(base, PLANNED_SECONDS["default"]))
+    if base in PROFILES and "e2e" in planned:
+        planned["e2e"] *= profile.e2e_reps / PROFILES[base].e2e_reps
     TRACKER.set_plan({n: (planned_steps(n, profile), planned.get(n, 30.0)) for n in only})
     TRACKER.start_heartbeat()
     mem = env.get("device_memory_bytes")

@@ -141,3 +141,14 @@ def test_cli_rejects_unknown_benchmark() -> None:
         parse_args(["--only", "nonsense"])
     ns = parse_args(["--only", "lazy,flatten", "--quick", "--out", "x"])
     assert ns.only == ["lazy", "flatten"] and ns.profile == "quick" and ns.out == "x"
+
+
+def test_cli_e2e_reps_overrides_the_profile_and_says_so() -> None:
+    from benchmarks.__main__ import parse_args, profile_of
+
+    assert profile_of(parse_args(["--out", "x"])) is PROFILES["default"]
+    profile = profile_of(parse_args(["--e2e-reps", "10", "--quick", "--out", "x"]))
+    assert profile.e2e_reps == 10 and profile.name == "quick, e2e_reps=10"
+    assert profile.e2e_models == PROFILES["quick"].e2e_models
+    with pytest.raises(SystemExit):
+        parse_args(["--e2e-reps", "0"])
