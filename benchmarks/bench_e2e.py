@@ -8,6 +8,7 @@ parameters, as users write them at module level; the two variants differ only in
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import tempfile
 import time
@@ -242,7 +243,14 @@ def bench_e2e(profile: Profile) -> BenchResult:
     for model in profile.e2e_models:
         for method in profile.e2e_methods:
             programs: dict[str, str] = {}
-            if profile.e2e_prewarm:  # eager per-primitive executables, shared by both
+            if profile.e2e_prewarm:
+                # jax keeps every program it compiled (with its code mappings) until
+                # clear_caches: ~140 NUTS runs in one process exhaust Linux's memory maps
+                # (LLVM "Cannot allocate memory", then a crash) with numpyro and stabledist
+                # alike. Each row starts clean; its untimed warm-up compiles again the eager
+                # per-primitive executables, which both variants then share.
+                jax.clear_caches()
+                gc.collect()
                 for variant in variants:
                     step(f"e2e {model} {method}: untimed warm-up run ({variant})")
                     with dumped_programs() as texts:

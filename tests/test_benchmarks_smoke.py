@@ -152,3 +152,31 @@ def test_cli_e2e_reps_overrides_the_profile_and_says_so() -> None:
     assert profile.e2e_models == PROFILES["quick"].e2e_models
     with pytest.raises(SystemExit):
         parse_args(["--e2e-reps", "0"])
+
+
+def test_e2e_rows_start_from_cleared_jax_caches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jax keeps every compiled program until ``clear_caches``; without clearing, ~140 NUTS runs
+    in one process (``--e2e-reps 10``) exhausted the process's memory maps and crashed. Each
+    row clears them before its untimed warm-up, so a run's size is bounded by one row."""
+    import dataclasses
+
+    import jax
+
+    from benchmarks import bench_e2e
+
+    events: list[str] = []
+    monkeypatch.setattr(jax, "clear_caches", lambda: events.append("clear"))
+
+    def fake_run(variant: str, model: str, method: str, profile: object,
+                 **kw: object) -> dict:
+        events.append(f"{model} {method} {variant}{' warm-up' if kw else ''}")
+        phases = dict.fromkeys(("trace", "lower", "compile", "run", "xla_compiles"), 0.0)
+        return {"seconds": 1.0, "phases": phases, "summary": {}}
+
+    monkeypatch.setattr(bench_e2e, "run_once", fake_run)
+    profile = dataclasses.replace(PROFILES["quick"], e2e_models=("tiny", "gp"),
+                                  e2e_methods=("SVI",), e2e_reps=2)
+    result = bench_e2e.bench_e2e(profile)
+    assert [c.name for c in result.cases] == ["tiny SVI", "gp SVI"]
+    rows = "".join("|" if e == "clear" else "." for e in events)
+    assert rows == "|......|......", events  # per row: clear, 2 warm-ups, 2 x 2 timed runs
