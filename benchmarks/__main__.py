@@ -75,12 +75,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def profile_of(ns: argparse.Namespace) -> Profile:
-    """The profile the options name, with ``--e2e-reps`` applied (its name says so, since the
-    published page states the profile)."""
+    """The profile the options name, with ``--e2e-reps`` applied (`Profile.label` says so)."""
     profile = PROFILES[ns.profile]
-    if ns.e2e_reps is not None and ns.e2e_reps != profile.e2e_reps:
-        profile = dataclasses.replace(profile, name=f"{profile.name}, e2e_reps={ns.e2e_reps}",
-                                      e2e_reps=ns.e2e_reps)
+    if ns.e2e_reps is not None:
+        profile = dataclasses.replace(profile, e2e_reps=ns.e2e_reps)
     return profile
 
 

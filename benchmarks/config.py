@@ -61,8 +61,17 @@ class Profile:
     churn_points: int
     churn_light: bool  # only the cheap part of the cycle (smoke: fewer cold compiles)
 
+    @property
+    def label(self) -> str:
+        """The name, with every field an option changed from that profile spelled out
+        (``--e2e-reps 10``: "default, e2e_reps=10"), since reports and the docs state it."""
+        base = PROFILES.get(self.name)
+        changed = [] if base is None else [
+            f"{k}={v}" for k, v in asdict(self).items() if v != getattr(base, k)]
+        return ", ".join([self.name, *changed])
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "label": self.label}
 
 
 _DISPATCH = ("Normal", "MultivariateNormal", "TruncatedNormal", "MixtureSameFamily")

@@ -56,7 +56,7 @@ def in_short(payload: dict[str, Any]) -> str:
     env = payload["environment"]
     commit = (env.get("git_commit") or "unknown")[:12]
     parts = [f"**In short** (commit `{commit}`, {env['cpu_count']} CPU cores, backend "
-             f"`{env['backend']}`, profile `{payload['profile']['name']}`):"]
+             f"`{env['backend']}`, profile `{payload['profile']['label']}`):"]
     e2e = _rows(payload, "e2e")
     bench = payload["benchmarks"].get("e2e", {})
     if e2e:

@@ -465,7 +465,7 @@ def write_markdown(path: Path, payload: dict[str, Any], results: Sequence[BenchR
     lines = [
         "# stabledist vs numpyro: benchmark report",
         "",
-        f"- command: `{payload['command']}` (profile `{payload['profile']['name']}`)",
+        f"- command: `{payload['command']}` (profile `{payload['profile']['label']}`)",
         f"- when: {env['timestamp']}, load average at start {env['load_average_start']}, "
         f"at end {payload.get('load_average_end')}",
         f"- jax {v['jax']}, jaxlib {v['jaxlib']}, numpyro {v['numpyro']}, stabledist "

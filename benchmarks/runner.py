@@ -67,14 +67,13 @@ def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: 
     if device not in ("auto", "cpu") and env["backend"] == "cpu":
         print(f"--device {device} requested but JAX's backend is cpu", file=sys.stderr)
         return EXIT_SETUP, {}
-    base = profile.name.partition(",")[0]  # "default, e2e_reps=10": --e2e-reps
-    planned = dict(PLANNED_SECONDS.get(base, PLANNED_SECONDS["default"]))
-    if base in PROFILES and "e2e" in planned:
-        planned["e2e"] *= profile.e2e_reps / PROFILES[base].e2e_reps
+    planned = dict(PLANNED_SECONDS.get(profile.name, PLANNED_SECONDS["default"]))
+    if profile.name in PROFILES and "e2e" in planned:  # --e2e-reps
+        planned["e2e"] *= profile.e2e_reps / PROFILES[profile.name].e2e_reps
     TRACKER.set_plan({n: (planned_steps(n, profile), planned.get(n, 30.0)) for n in only})
     TRACKER.start_heartbeat()
     mem = env.get("device_memory_bytes")
-    progress(f"stabledist benchmarks, profile {profile.name}: {', '.join(only)}; backend "
+    progress(f"stabledist benchmarks, profile {profile.label}: {', '.join(only)}; backend "
              f"{env['backend']} ({env['device_kind']}, {env['device_count']} device(s)"
              + (f", {mem / 2**30:.1f} GiB" if mem else "") + f"), jax "
              f"{env['versions']['jax']}, numpyro {env['versions']['numpyro']}; output {out}")

@@ -148,7 +148,8 @@ def test_cli_e2e_reps_overrides_the_profile_and_says_so() -> None:
 
     assert profile_of(parse_args(["--out", "x"])) is PROFILES["default"]
     profile = profile_of(parse_args(["--e2e-reps", "10", "--quick", "--out", "x"]))
-    assert profile.e2e_reps == 10 and profile.name == "quick, e2e_reps=10"
+    assert profile.e2e_reps == 10 and profile.label == "quick, e2e_reps=10"
+    assert profile.as_dict()["label"] == profile.label and PROFILES["quick"].label == "quick"
     assert profile.e2e_models == PROFILES["quick"].e2e_models
     with pytest.raises(SystemExit):
         parse_args(["--e2e-reps", "0"])
