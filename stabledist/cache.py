@@ -51,6 +51,7 @@ __all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", 
 # jax's own "no trace is active" test, inlined (no public equivalent that works inside a
 # trace): the state `jax._src.core.trace_state_clean` reads
 from jax._src import core as _core
+from jax._src import mesh as _mesh
 
 if not all(hasattr(_core, n) for n in ("trace_ctx", "eval_trace", "top_axis_env")) or not \
         hasattr(_core.trace_ctx, "axis_env"):  # pragma: no cover - a jax release not seen yet
@@ -79,6 +80,13 @@ def _top_level_test() -> Callable[[], bool]:
 
 
 _is_top_level = _top_level_test()
+
+
+def _no_mesh() -> Any:
+    """No ambient mesh while a hoisted value is computed: under ``pmap`` (a manual mesh since
+    jax 0.8) the value would carry that mesh in its type and, cached, fail later outside it
+    ("Mesh for all inputs should be equal", e.g. ``Predictive`` after parallel chains)."""
+    return _mesh.use_abstract_mesh(_mesh.empty_abstract_mesh)
 
 
 T = TypeVar("T")
@@ -175,10 +183,11 @@ class LazyValueCache:
                     if mode is None:
                         mode = hoisting_mode(instance, name, compute, leaves, treedef)
                 if mode == "program":
-                    value = compute_hoisted(instance, name, compute, leaves, treedef,
-                                            self.cached(instance), self.seed)
+                    with _no_mesh():
+                        value = compute_hoisted(instance, name, compute, leaves, treedef,
+                                                self.cached(instance), self.seed)
                 elif mode == "eager":
-                    with jax.ensure_compile_time_eval():  # numpyro's eager value
+                    with _no_mesh(), jax.ensure_compile_time_eval():  # numpyro's eager value
                         value = compute(instance)
                 elif value is _MISSING:
                     # numpyro's value: under grad or vmap alone computed eagerly (and then

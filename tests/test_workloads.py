@@ -856,3 +856,21 @@ def test_transforms_of_a_function_closing_over_global_distributions(transform: s
             np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=1e-5, atol=1e-6)
     else:
         assert_bitwise(expected, actual)
+
+
+def hoisted_under_pmap_workload(dist: ModuleType) -> tuple[jax.Array, jax.Array]:
+    """A GLOBAL MVN's precision_matrix first read inside ``pmap`` (parallel chains), then
+    outside it under ``vmap`` (``Predictive``)."""
+    mvn = dist.MultivariateNormal(jnp.zeros(3), covariance_matrix=jnp.eye(3) + 0.3)
+    draws = jax.pmap(lambda b: b * jnp.diag(mvn.precision_matrix))(jnp.ones((2, 3)))
+    later = jax.vmap(lambda b: b @ mvn.precision_matrix @ b)(draws)
+    return draws, later
+
+
+def test_value_hoisted_under_pmap_is_usable_outside_it() -> None:
+    """The value is computed once under ``pmap``'s manual mesh; cached, it must not carry that
+    mesh into later programs ("Mesh for all inputs should be equal": ``Predictive`` after
+    ``MCMC(..., chain_method="parallel")`` failed where numpyro works)."""
+    expected, actual = both(hoisted_under_pmap_workload)
+    for e, a in zip(expected, actual, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=1e-6)
