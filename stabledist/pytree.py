@@ -15,7 +15,6 @@ Per-class state lives in a registry keyed (weakly) by class, not in attributes o
 
 from __future__ import annotations
 
-import enum
 import linecache
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -32,19 +31,9 @@ from numpyro.distributions.util import lazy_property
 
 __all__ = ["ClassPytree", "FieldTable", "StaticValue", "field_table", "pytree_of", "register"]
 
-# Aux fields every distribution has (``_validate_args``, often only a class default, is put last).
+# Aux fields every distribution has (``_validate_args`` is put last).
 _BASE_AUX = ("_batch_shape", "_event_shape")
 _VALIDATE = "_validate_args"
-
-
-class _Unset(enum.Enum):
-    """Aux marker of an unset ``_validate_args`` (the class default applies), which is not
-    the same as one set to ``None``. An enum member: hashable, picklable, process-stable."""
-
-    UNSET = "unset"
-
-
-UNSET = _Unset.UNSET
 
 StaticTest = Callable[[Any, Any], bool]
 """``(instance, value) -> True`` when a hybrid field's value is static (goes to aux data)."""
@@ -165,10 +154,13 @@ def register(
     """Register ``cls`` with JAX and record its `ClassPytree`.
 
     Aux data is ``(aux values..., hybrid statics..., absent names)``: hashable and the same in
-    every process. ``absent names`` are fields the instance does not set (usually none); an
-    unset ``_validate_args`` is `UNSET`. So unflatten rebuilds exactly the ``__dict__`` that
-    was flattened. JAX gets key paths (``.loc``), unless ``own`` gives a user class's own
-    ``(tree_flatten, tree_unflatten)``, which JAX then calls instead.
+    every process. ``absent names`` are fields the instance does not set (usually none).
+    ``_validate_args`` is numpyro's: the value a constructor was given, else ``None``, and
+    unflatten sets it, so a rebuilt instance validates exactly when numpyro's would (a
+    ``validate_args`` given survives; the class default, on in numpyro 0.22, does not) and has
+    the same tree structure as the instance it came from. JAX gets key paths (``.loc``),
+    unless ``own`` gives a user class's own ``(tree_flatten, tree_unflatten)``, which JAX then
+    calls instead.
     """
     data, aux, hybrid = table.data, table.aux, table.hybrid
     n_data, n_aux = len(data), len(aux)
@@ -190,7 +182,7 @@ def register(
         state = d.__dict__
         if not special:
             try:  # the common instance: every field set
-                statics = (*get_required_aux(state), state.get(_VALIDATE, UNSET), ())
+                statics = (*get_required_aux(state), state.get(_VALIDATE), ())
                 return get_data(state), statics
             except KeyError:
                 pass
@@ -199,7 +191,7 @@ def register(
     def _flatten_general(d: Any, state: dict[str, Any]) -> Any:
         absent = tuple(filterfalse(state.__contains__, tracked_names))
         children = tuple(map(state.get, data))
-        statics = (*map(state.get, required_aux), state.get(_VALIDATE, UNSET))
+        statics = (*map(state.get, required_aux), state.get(_VALIDATE))
         if list_at:
             statics = _freeze(statics, list_at)
         if hybrid_at:
@@ -231,8 +223,6 @@ def register(
                     state[name] = children[i]
                 else:
                     state[name] = static.value if type(static) is StaticValue else static
-        if state[_VALIDATE] is UNSET:
-            del state[_VALIDATE]
         absent = statics[-1]
         if absent:
             if type(absent) is not tuple or not names_set.issuperset(absent):
@@ -289,7 +279,8 @@ def _generate(
     statics = [f"_a{i}" for i in range(len(required_aux))]
     get = [f"s[{n!r}]" for n in data]
     get_aux = [f"s[{n!r}]" for n in required_aux]
-    state = [f"{n!r}: {v}" for n, v in zip((*data, *required_aux), leaves + statics)]
+    state = [f"{n!r}: {v}" for n, v in zip((*data, *required_aux, _VALIDATE),
+                                            [*leaves, *statics, "va"])]
     unpack_leaves = "".join(f"{v}, " for v in leaves)
     unpack_statics = "".join(f"{v}, " for v in statics)
     lines = [
@@ -298,7 +289,7 @@ def _generate(
         "    s = d.__dict__",
         "    try:",
         f"        return ({''.join(g + ', ' for g in get)}), "
-        f"({''.join(g + ', ' for g in get_aux)}s.get({_VALIDATE!r}, UNSET), ())",
+        f"({''.join(g + ', ' for g in get_aux)}s.get({_VALIDATE!r}), ())",
         "    except KeyError:",
         "        return flatten_general(d, s)",
         "",
@@ -311,7 +302,6 @@ def _generate(
         "    if absent:",
         "        return unflatten_general(statics, children)",
         f"    state = {{{', '.join(state)}}}",
-        f"    if va is not UNSET: state[{_VALIDATE!r}] = va",
         "    d = new(cls)",
         "    d.__dict__ = state",
         "    return d",
@@ -320,7 +310,7 @@ def _generate(
     filename = f"<stabledist.pytree {cls.__module__}.{cls.__qualname__}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, Any] = {
-        "UNSET": UNSET, "new": cls.__new__, "cls": cls,
+        "new": cls.__new__, "cls": cls,
         "flatten_general": flatten_general, "unflatten_general": unflatten_general,
     }
     # names are repr()-quoted; values are bound in the namespace, never spliced into code

@@ -243,25 +243,6 @@ def test_vmap_over_alternative_parametrization():
     assert shapes(out[sd]) == shapes(out[nd])
 
 
-def test_validate_args_survives_round_trips_under_the_global_default():
-    """Deliberate difference: numpyro's round trip sets ``_validate_args = None`` on an
-    instance built under ``numpyro.enable_validation()``, switching validation off."""
-    numpyro.enable_validation(True)
-    try:
-        ours, theirs = sd.Normal(0.0, 1.0), nd.Normal(0.0, 1.0)
-        for d in (ours, theirs):
-            assert d._validate_args is True
-        back = {m: jax.tree_util.tree_unflatten(*reversed(jax.tree_util.tree_flatten(d)))
-                for m, d in ((sd, ours), (nd, theirs))}
-        assert back[sd]._validate_args is True
-        assert back[nd]._validate_args is None  # numpyro drops it
-    finally:
-        numpyro.enable_validation(False)
-    explicit = sd.Normal(0.0, 1.0, validate_args=True)
-    back = jax.jit(lambda d: d)(explicit)
-    assert back._validate_args is True
-
-
 @pytest.mark.parametrize(("name", "builder"), BUILDERS, ids=[i for i, _ in BUILDERS])
 def test_numpyro_leaves(name, builder):
     """A stable instance has numpyro's leaves: same count and shapes (the order is ours)."""

@@ -51,7 +51,10 @@ def test_round_trip_is_exact(d):
     e = jax.tree_util.tree_unflatten(tree, leaves)
     for a, b in zip(nested(d), nested(e), strict=True):
         assert type(a) is type(b)
-        assert vars(a).keys() == vars(b).keys()
+        # numpyro's rule: the rebuilt instance holds the validate_args its constructor was
+        # given, else None (the class default no longer applies)
+        assert vars(b).keys() == vars(a).keys() | {"_validate_args"}
+        assert vars(b)["_validate_args"] is vars(a).get("_validate_args")
         for key, value in vars(a).items():
             if isinstance(value, jax.Array):
                 assert vars(b)[key] is value
