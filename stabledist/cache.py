@@ -21,14 +21,18 @@ weak reference, so:
   (``MultivariateNormal(covariance_matrix=C)``) is *seeded*: it is state of that instance, kept
   exactly (tracer or not, it lives and dies with the instance, as its leaves do), survives
   `clear_cache`, and travels with copies and pickles; an instance rebuilt from the leaves
-  (``tree_unflatten``) recomputes it, as numpyro does.
+  (``tree_unflatten``) recomputes it, as numpyro does;
+* assigning a field of an instance after its construction (``d.scale_tril = L``,
+  ``d.base_dist.loc = x``) drops its values, seeded or not, and those of every distribution
+  that holds it and has values (`LazyValueCache.invalidate`): a value is never served for
+  leaves it was not computed from. numpyro serves the stale ``__dict__`` value there.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import jax
@@ -103,14 +107,19 @@ class CacheInfo(NamedTuple):
 
 class _Owner(weakref.ref):
     """The weak reference to an instance that has values in the cache, and the bookkeeping
-    its death needs: the instance's key, the names it has values for, and which of them its
-    constructor seeded. One object per instance with values, made in C (no Python
-    ``__init__``); its callback drops every value of the instance."""
+    its death and its changes need: the instance's key, the names it has values for, which
+    of them its constructor seeded, whether its construction has ended (``settled``: from
+    then on an assignment drops seeded values too), and weak references to the
+    distributions that hold it and have values (``holders``: an assignment to this instance
+    drops theirs). One object per instance with values, made in C (no Python ``__init__``);
+    its callback drops every value of the instance."""
 
-    __slots__ = ("key", "names", "seeded")
+    __slots__ = ("holders", "key", "names", "seeded", "settled")
     key: int
     names: set[str]
     seeded: frozenset[str]
+    settled: bool
+    holders: list[weakref.ref[Any]] | None
 
 
 class LazyValueCache:
@@ -130,7 +139,10 @@ class LazyValueCache:
     def __init__(self) -> None:
         self._tables: dict[str, dict[int, Any]] = {}
         self._owners: dict[int, _Owner] = {}
+        self.owners: Mapping[int, object] = self._owners  # read-only view for `in` tests
         self.lock = threading.RLock()
+        # class -> instance -> the distributions it holds (nested fields), for `holds`
+        self.children_of: dict[type, Callable[[Any], list[Any]]] = {}
 
     def table(self, name: str) -> dict[int, Any]:
         """The value table of the lazy property ``name`` (shared by all classes)."""
@@ -233,30 +245,88 @@ class LazyValueCache:
                 for name in owner.names - owner.seeded:
                     self._tables[name].pop(key, None)
                 owner.names &= owner.seeded
-                if not owner.names:
+                if not owner.names and not owner.holders:
                     del self._owners[key]
 
+    def settled(self, instance: object) -> None:
+        """The construction of ``instance`` has ended: from now on an assignment to one of
+        its fields drops its seeded values too (hot: every construction, one dict lookup)."""
+        owner = self._owners.get(id(instance))
+        if owner is not None:
+            owner.settled = True
+
+    def invalidate(self, instance: object) -> None:
+        """A field of ``instance`` was assigned: drop its values and those of every
+        distribution that holds it, transitively (values seeded during the construction
+        that is still running stay: the constructor's own assignments follow them)."""
+        with self.lock:
+            self._invalidate(instance, set())
+
+    def _invalidate(self, instance: object, seen: set[int]) -> None:
+        key = id(instance)
+        owner = self._owners.get(key)
+        if owner is None or key in seen:
+            return
+        seen.add(key)
+        drop = owner.names if owner.settled else owner.names - owner.seeded
+        for name in drop:
+            self._tables[name].pop(key, None)
+        owner.names = owner.names - drop
+        if owner.settled:
+            owner.seeded = _NOTHING_SEEDED
+        for ref in owner.holders or ():
+            holder = ref()
+            if holder is not None:
+                self._invalidate(holder, seen)
+
     def info(self) -> CacheInfo:
-        return CacheInfo(len(self._owners), sum(len(t) for t in list(self._tables.values())))
+        owners = list(self._owners.values())
+        return CacheInfo(sum(1 for o in owners if o.names),
+                         sum(len(t) for t in list(self._tables.values())))
 
     def _store(self, instance: object, key: int, name: str, table: dict[int, Any],
                value: Any) -> _Owner:
         owner = self._owners.get(key)
         if owner is None:
-            try:
-                owner = _Owner(instance, self._release)
-            except TypeError:
-                raise TypeError(
-                    f"{type(instance).__name__} instances cannot be weakly referenced "
-                    "(a __slots__ without '__weakref__'?), so their lazy values cannot be "
-                    "cached externally"
-                ) from None
-            owner.key, owner.names, owner.seeded = key, {name}, _NOTHING_SEEDED
-            self._owners[key] = owner
+            owner = self._new_owner(instance, key)
+            owner.names = {name}
+            children = self.children_of.get(type(instance))
+            if children is not None:  # a value of a distribution that holds others
+                for child in children(instance):
+                    self._holds(child, instance)
         else:
             owner.names.add(name)
         table[key] = value
         return owner
+
+    def _new_owner(self, instance: object, key: int) -> _Owner:
+        try:
+            owner = _Owner(instance, self._release)
+        except TypeError:
+            raise TypeError(
+                f"{type(instance).__name__} instances cannot be weakly referenced "
+                "(a __slots__ without '__weakref__'?), so their lazy values cannot be "
+                "cached externally"
+            ) from None
+        owner.key, owner.names, owner.seeded = key, set(), _NOTHING_SEEDED
+        owner.settled, owner.holders = False, None
+        self._owners[key] = owner
+        return owner
+
+    def _holds(self, child: object, holder: object) -> None:
+        """Record that ``holder`` (which has values) holds ``child``: an assignment to a
+        field of ``child`` then drops ``holder``'s values too."""
+        key = id(child)
+        owner = self._owners.get(key)
+        if owner is None:
+            owner = self._new_owner(child, key)
+            owner.settled = True  # a held distribution was constructed before its holder
+        holders = owner.holders
+        if holders is None:
+            owner.holders = [weakref.ref(holder)]
+        elif not any(ref() is holder for ref in holders):
+            holders[:] = [ref for ref in holders if ref() is not None]
+            holders.append(weakref.ref(holder))
 
     def _release(self, owner: _Owner) -> None:
         """Weak-reference callback: the instance died; drop its values (no lock: it may run
@@ -334,5 +404,9 @@ class cached_lazy_property(property, _numpyro_lazy_property, Generic[T]):  # noq
 
         read.__name__ = given.__name__ = name
         read.__qualname__ = f"cached_lazy_property.read[{name}]"
+        # the wrapped function's annotations, resolved in its own module through __wrapped__
+        # (typing.get_type_hints(S.mean.fget) is numpyro's `jax.Array`, as for numpyro)
+        read.__annotations__ = dict(getattr(self.wrapped, "__annotations__", {}))
+        read.__wrapped__ = self.wrapped  # type: ignore[attr-defined]
         given.__qualname__ = f"cached_lazy_property.given[{name}]"
         property.__init__(self, read, given, None, getattr(self.wrapped, "__doc__", None))

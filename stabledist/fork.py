@@ -75,16 +75,17 @@ class StableMeta(DistributionMeta):
 
 
 def _settle(d: Any) -> None:
-    """Move lazy values a constructor stored in ``d.__dict__`` to the cache (hot: every
-    construction; one set comparison when there is nothing to move)."""
+    """Move lazy values a constructor stored in ``d.__dict__`` to the cache, and mark the
+    construction as ended (hot: every construction; one set comparison and one lookup when
+    there is nothing to move)."""
     info = _CLASSES[type(d)]
     state = d.__dict__
-    if state.keys() <= info.names:
-        return
-    for name in state.keys() & info.lazy:
-        CACHE.seed(d, name, state.pop(name))
     if not state.keys() <= info.names:
-        _warn_undeclared(type(d), d, info)
+        for name in state.keys() & info.lazy:
+            CACHE.seed(d, name, state.pop(name))
+        if not state.keys() <= info.names:
+            _warn_undeclared(type(d), d, info)
+    CACHE.settled(d)
 
 
 _warned: weakref.WeakSet[type] = weakref.WeakSet()
@@ -144,7 +145,28 @@ def _build_stable_class(cls: type) -> None:
     register(cls, table, own)
     lazy = frozenset(n for n in lazy_names | set(derived)
                      if isinstance(getattr(cls, n, None), cached_lazy_property))
-    _CLASSES[cls] = _ClassInfo(frozenset((*table.data, *table.aux)), lazy, frozenset(generated))
+    fields = frozenset((*table.data, *table.aux))
+    _CLASSES[cls] = _ClassInfo(fields, lazy, frozenset(generated))
+    nested = tuple(n for n in table.data if n not in table.array_fields)
+    if nested:  # fields that may hold distributions: an assignment to those drops ours
+        CACHE.children_of[cls] = _nested_distributions(nested)
+
+
+def _nested_distributions(names: tuple[str, ...]) -> Callable[[Any], list[Any]]:
+    """``d -> the distributions d holds in the fields names`` (directly or in a list)."""
+
+    def children(d: Any) -> list[Any]:
+        state = d.__dict__
+        found = []
+        for name in names:
+            value = state.get(name)
+            if isinstance(value, _NumpyroDistribution):
+                found.append(value)
+            elif type(value) in _SEQUENCES:
+                found.extend(v for v in value if isinstance(v, _NumpyroDistribution))
+        return found
+
+    return children
 
 
 def _derived_attributes(cls: type) -> dict[str, Callable[[Any], Any]]:
@@ -413,6 +435,19 @@ class Distribution(_SkipNumpyroRegistration, _NumpyroDistribution, metaclass=Sta
     def mask(self, mask: Any) -> MaskedDistribution:
         return stabilize(super().mask(mask))
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """numpyro's assignment; after construction, assigning a pytree field drops the
+        lazy values that depend on it (this instance's and its holders', `stabledist.cache`),
+        so none is served for leaves it was not computed from (numpyro's would be stale)."""
+        object.__setattr__(self, name, value)
+        if id(self) in CACHE.owners and name in _CLASSES[type(self)].names:
+            CACHE.invalidate(self)
+
+    for _name in ("expand", "expand_by", "to_event", "mask"):  # numpyro's annotations
+        functools.update_wrapper(locals()[_name], getattr(_NumpyroDistribution, _name),
+                                 assigned=("__annotations__",), updated=())
+    del _name
+
     def get_args(self) -> dict[str, Any]:
         """numpyro's ``get_args``: the parameters given or stored at construction, never
         the lazy values read since (numpyro's answer grows with every read)."""
@@ -439,6 +474,7 @@ class Distribution(_SkipNumpyroRegistration, _NumpyroDistribution, metaclass=Sta
         vars(self).update(state)
         for name, value in seeded.items():
             CACHE.seed(self, name, value)
+        CACHE.settled(self)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         """A mirror made by `make_stable(cls)` shares ``cls``'s name, so pickle cannot find it
