@@ -13,7 +13,12 @@ keep working, but the running key lives in the call (or the `with` block), not t
   so every call draws the same values and the object can be traced any number of times;
 - `with handler: ...` advances `handler.rng_key` inside the block exactly as numpyro does
   and restores it on exit, so a handler object reused for several blocks starts each block
-  from the same key.
+  from the same key;
+- a `with handler:` block inside a block of the same handler continues its key, as numpyro
+  does (no draw repeats one made before), except where that key was traced by a trace the
+  enclosing block is not in (the inner block inside `jit`, the outer one outside): then the
+  enclosing block continues from a key folded from its own, computed in its own trace, so
+  no traced key outlives its trace and still no draw repeats.
 
 Every other public handler of `numpyro.handlers` (`trace`, `condition`, `substitute`, ...) is
 re-exported unchanged, so `stabledist.handlers` is a drop-in replacement for it.
@@ -32,6 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.handlers as _numpyro_handlers
 from jax import random
+from jax._src import core as _core
+from jax.core import Tracer
 from numpyro.handlers import (
     block,
     collapse,
@@ -129,17 +136,19 @@ class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's hand
         hide_types: list[str] | None = None,
     ) -> None:
         super().__init__(fn, rng_seed=_to_prng_key(rng_seed), hide_types=hide_types)
-        # Keys at entry of the currently open ``with`` blocks of this object, innermost last.
-        self._entry_rng_keys: list[jax.Array | None] = []
+        # (key, trace) at entry of the currently open ``with`` blocks of this object,
+        # innermost last.
+        self._entry_rng_keys: list[tuple[jax.Array | None, Any]] = []
 
     @property
     def _given_rng_key(self) -> jax.Array | None:
         """The key calls start from: `rng_key` at rest, i.e. outside of any `with` block."""
-        return self._entry_rng_keys[0] if self._entry_rng_keys else self.rng_key
+        return self._entry_rng_keys[0][0] if self._entry_rng_keys else self.rng_key
 
     def __enter__(self) -> None:
-        # Remember the key at entry; `__exit__` puts it back, so the block leaves no state.
-        self._entry_rng_keys.append(self.rng_key)
+        # Remember the key at entry; the outermost block's `__exit__` puts it back, so the
+        # object leaves no state behind.
+        self._entry_rng_keys.append((self.rng_key, _core.trace_ctx.trace))
         try:
             return super().__enter__()
         except BaseException:
@@ -156,7 +165,12 @@ class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's hand
         try:
             super().__exit__(exc_type, exc_value, traceback)
         finally:
-            self.rng_key = self._entry_rng_keys.pop()
+            entry_key, _ = self._entry_rng_keys.pop()
+            if not self._entry_rng_keys:
+                self.rng_key = entry_key
+            else:  # a block inside a block of this object: the enclosing one continues
+                self.rng_key = _continued_key(entry_key, self.rng_key,
+                                              self._entry_rng_keys[-1][1])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run `fn` under a private copy of this handler, so the call's state dies with it."""
@@ -176,6 +190,24 @@ class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's hand
         handler._entry_rng_keys = []
         with handler:
             return handler.fn(*args, **kwargs)
+
+
+def _continued_key(entry_key: jax.Array | None, key: jax.Array | None,
+                   enclosing_trace: Any) -> jax.Array | None:
+    """The key an enclosing ``with`` block of a `seed` continues with after an inner block of
+    the same object that started from ``entry_key`` and ended with ``key``.
+
+    numpyro's: ``key`` itself, so draws go on where the inner block stopped. But a ``key``
+    traced by a trace the enclosing block is not in (the inner block ran inside ``jit``)
+    dies with that trace; then the enclosing block continues from ``fold_in(entry_key, 1)``,
+    computed in the enclosing block's own trace: a stream that repeats neither the inner
+    block's draws (the ``split`` chain of ``entry_key``) nor earlier ones."""
+    if key is None or entry_key is None or not isinstance(key, Tracer):
+        return key
+    if getattr(key, "_trace", None) is enclosing_trace:  # jax's tracer knows its trace
+        return key
+    with _core.set_current_trace(enclosing_trace):
+        return random.fold_in(entry_key, 1)
 
 
 # numpyro's other handlers, unchanged. Imported by name (not copied in a loop) so that type

@@ -377,24 +377,71 @@ def test_nested_seeds_match_numpyro():
     np.testing.assert_array_equal(ours[jnp.array([0, 3])], jnp.stack([a, b]))
 
 
-def test_nested_with_same_handler():
-    handler = handlers.seed(rng_seed=0)
+def nested_blocks(handler, module=dist, inner=None):
+    """Draws of ``a``, then ``b``, ``b2`` in an inner block of ``handler`` (run by ``inner``,
+    e.g. ``jax.jit``), then ``c``, ``d`` back in the outer block."""
+    def inner_block():
+        with handler:
+            return (numpyro.sample("b", module.Normal()), numpyro.sample("b2", module.Normal()))
+
     with handler:
-        a = numpyro.sample("a", dist.Normal())
-        with handler:  # starts from the key at its entry ...
-            b = numpyro.sample("b", dist.Normal())
-        c = numpyro.sample("c", dist.Normal())  # ... and restores it on exit
-    with nh.seed(rng_seed=0):
-        ua = numpyro.sample("a", dist.Normal())
-        ub = numpyro.sample("b", dist.Normal())
-    assert (a, b) == (ua, ub)
-    assert c == b
+        a = numpyro.sample("a", module.Normal())
+        b, b2 = (inner or (lambda f: f))(inner_block)()
+        c = numpyro.sample("c", module.Normal())
+        d = numpyro.sample("d", module.Normal())
+    return [float(x) for x in (a, b, b2, c, d)]
+
+
+def test_nested_with_same_handler_continues_like_numpyro():
+    """A block inside a block of the same object continues its key as numpyro does: every
+    draw distinct, numpyro's bits; the outermost block leaves no state behind."""
+    handler = handlers.seed(rng_seed=0)
+    ours = nested_blocks(handler)
+    assert ours == nested_blocks(nh.seed(rng_seed=0), numpyro.distributions)
+    assert len(set(ours)) == len(ours)
     np.testing.assert_array_equal(key_data(handler.rng_key), key_data(random.key(0)))
-    # A call of a seeded object inside its own `with` block also starts from the given key.
+    assert nested_blocks(handler) == ours  # the next outermost block starts afresh
+    # A call of a seeded object inside its own `with` block starts from the given key (the
+    # documented restart semantics of calls).
     seeded = handlers.seed(scalar_model, 0)
     with seeded:
         first = scalar_model(0.0)
         assert seeded(0.0) == first
+
+
+@tracing
+@pytest.mark.parametrize("inner", ["jit", "jit-in-jit"])
+def test_nested_with_same_handler_inside_jit_leaks_nothing(inner):
+    """The inner block inside ``jit``, the outer outside (or inside another ``jit``): its
+    traced key must not outlive the trace, and still no draw repeats an earlier one. numpyro
+    keeps the traced key and leaks it."""
+    handler = handlers.seed(rng_seed=0)
+    eager = nested_blocks(handler)
+    if inner == "jit":
+        got = nested_blocks(handler, inner=jax.jit)
+    else:
+        got = jax.jit(lambda: jnp.stack(
+            [jnp.asarray(x) for x in nested_blocks_traced(handler)]))().tolist()
+    assert got[:3] == pytest.approx(eager[:3])  # a and the inner block: numpyro's draws
+    assert len(set(got)) == len(got)
+    np.testing.assert_array_equal(key_data(handler.rng_key), key_data(random.key(0)))
+    if inner == "jit":
+        with pytest.raises(Exception, match=r"[Ll]eak"):  # numpyro keeps the traced key
+            nested_blocks(nh.seed(rng_seed=0), numpyro.distributions, inner=jax.jit)
+
+
+def nested_blocks_traced(handler):
+    """`nested_blocks` traced inside ``jit`` with its inner block in a ``jit`` of its own."""
+    def inner_block():
+        with handler:
+            return (numpyro.sample("b", dist.Normal()), numpyro.sample("b2", dist.Normal()))
+
+    with handler:
+        a = numpyro.sample("a", dist.Normal())
+        b, b2 = jax.jit(inner_block)()
+        c = numpyro.sample("c", dist.Normal())
+        d = numpyro.sample("d", dist.Normal())
+    return a, b, b2, c, d
 
 
 def rec(n):
