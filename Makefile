@@ -15,7 +15,8 @@ OLDEST_PINS := numpyro==0.21.0 jax==0.7.0 jaxlib==0.7.0
 OLDEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py
 
-.PHONY: bench test test-integration test-default-codegen typecheck stubs test-properties test-oldest docs clean
+.PHONY: bench test test-x64 test-integration test-default-codegen typecheck stubs test-properties test-oldest test-upstream \
+	test-upstream-slice docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +36,14 @@ test: $(STAMP)
 	$(PY) -m ruff check .
 	$(MAKE) typecheck
 	$(PY) -m pytest $(XDIST) -m "not integration" $(ARGS)
+	$(MAKE) test-x64
+
+# The property suite's comparisons with numpyro once more under jax_enable_x64, where Python
+# floats are float64 and mix with float32 arrays: a smaller selection (part of `make test`).
+X64_PROPERTIES := test_jit or test_upstream or test_round_trip or test_vmap
+test-x64: $(STAMP)
+	JAX_ENABLE_X64=1 $(PY) -m pytest $(XDIST) tests/test_properties.py -k "$(X64_PROPERTIES)" \
+		$(ARGS)
 
 # The tests that start fresh processes or environments (marked `integration`): the wheel in a
 # new venv, pyright and mypy on a user's file, every docs page on its own, two jax.distributed
@@ -63,6 +72,16 @@ stubs: $(STAMP)
 # STABLEDIST_HYPOTHESIS_PROFILE=thorough make test-properties: the nightly / pre-release run.
 test-properties: $(STAMP)
 	$(PY) -m pytest $(XDIST) tests/test_properties.py $(ARGS)
+
+# numpyro's own tests (from the installed numpyro's sdist) against stabledist: imports
+# substituted, stable internals on, and plain numpyro for reference (hours; see
+# docs/guides/testing.md and tests/upstream/expected_failures.toml).
+test-upstream: $(STAMP)
+	$(PY) tools/upstream_tests.py $(ARGS)
+
+# The fixed CI slice of it (a few minutes): the substituted and stable-internals modes only.
+test-upstream-slice: $(STAMP)
+	$(PY) tools/upstream_tests.py --slice $(ARGS)
 
 $(OLDEST_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(OLDEST_VENV)

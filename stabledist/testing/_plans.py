@@ -12,17 +12,24 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpyro.distributions as nd
 
 import stabledist
 from stabledist.introspect import lazy_names
 from stabledist.testing._compare import (
     COVERAGE,
     UNSUPPORTED,
+    Outcome,
+    _assert_close,
     _fail,
     _vars_snapshot,
+    attempt,
+    destabilize,
     layout,
+    same_outcome,
     valid_value,
 )
+from stabledist.testing._spec import user_value
 
 __all__ = ["AccessPlan", "Step", "check_access_plan", "full_plan", "run_step"]
 
@@ -63,32 +70,42 @@ class AccessPlan:
         ``unsupported: <Error>`` or (with ``tolerate_errors``) ``error: <Error>``.
 
         Errors are tolerated by default because numpyro itself raises for some parameter
-        combinations (the ``upstream`` property checks that stabledist raises exactly where
+        combinations (`check_access_plan` checks that stabledist raises exactly where
         numpyro does); what an access plan checks is that the instance does not change.
         ``AssertionError`` (a derived distribution that is not stable) always propagates."""
-        key = jax.random.PRNGKey(0) if key is None else key
-        value = None
         outcomes: list[tuple[Step, str]] = []
+        for step, outcome in self.results(d, key):
+            error = outcome.error
+            if error is None:
+                outcomes.append((step, "ok"))
+            elif isinstance(error, UNSUPPORTED):
+                outcomes.append((step, f"unsupported: {type(error).__name__}"))
+            elif isinstance(error, AssertionError) or not tolerate_errors:
+                raise error
+            else:  # numpyro's own errors (it raises them too)
+                outcomes.append((step, f"error: {type(error).__name__}: {error}"[:200]))
+        return outcomes
+
+    def results(self, d: Any, key: jax.Array | None = None,
+                value: Any = None) -> list[tuple[Step, Outcome]]:
+        """Run every step on ``d``: what each returned or raised. ``log_prob`` and ``cdf``
+        are evaluated at ``value`` (default: a point of ``d``'s support, passed as a user
+        writes it: a Python number or a NumPy array)."""
+        key = jax.random.PRNGKey(0) if key is None else key
+        results: list[tuple[Step, Outcome]] = []
         for i, step in enumerate(self.steps):
             k = jax.random.fold_in(key, i)
-            try:
+
+            def one(step: Step = step, k: jax.Array = k) -> Any:
+                nonlocal value
                 if step.kind in ("log_prob", "cdf") and value is None:
-                    value = valid_value(d, key)
+                    value = user_value(valid_value(d, key))
                     if value is None:
                         raise NotImplementedError("no valid value")
-                run_step(d, step, k, value)
-            except UNSUPPORTED as e:
-                outcomes.append((step, f"unsupported: {type(e).__name__}"))
-                continue
-            except AssertionError:
-                raise
-            except Exception as e:  # numpyro's own errors (upstream raises them too)
-                if not tolerate_errors:
-                    raise
-                outcomes.append((step, f"error: {type(e).__name__}: {e}"[:200]))
-                continue
-            outcomes.append((step, "ok"))
-        return outcomes
+                return run_step(d, step, k, value)
+
+            results.append((step, attempt(one)))
+        return results
 
 
 def run_step(d: Any, step: Step, key: jax.Array, value: Any) -> Any:
@@ -124,6 +141,19 @@ def run_step(d: Any, step: Step, key: jax.Array, value: Any) -> Any:
     raise ValueError(f"unknown step {step!r}")  # pragma: no cover
 
 
+def _assert_step_close(d: Any, step: Step, ours: Any, theirs: Any) -> None:
+    if isinstance(theirs, nd.Distribution):  # a derived distribution: its shapes and numbers
+        for attr in ("batch_shape", "event_shape"):
+            if getattr(ours, attr) != getattr(theirs, attr):
+                raise _fail("access_plan", d, f"{step!r}: {attr} {getattr(ours, attr)}, "
+                                              f"numpyro {getattr(theirs, attr)}")
+        ours, theirs = attempt(lambda: ours.mean), attempt(lambda: theirs.mean)
+        if not (ours.ok and theirs.ok):
+            return
+        ours, theirs = ours.value, theirs.value
+    _assert_close("access_plan", d, repr(step), ours, theirs, exact=True)
+
+
 def _checked_derived(d: Any, derived: Any) -> Any:
     """A distribution derived from a stable one must be stable too (and readable)."""
     if stabledist.is_stable(d) and not stabledist.is_stable(derived):
@@ -143,13 +173,22 @@ def full_plan(d: Any) -> AccessPlan:
     return AccessPlan(tuple(steps))
 
 
-def check_access_plan(d: Any, plan: AccessPlan, key: jax.Array | None = None) -> None:
-    """Structure, leaf shapes/dtypes and ``vars()`` (recursively) unchanged by ``plan``."""
+def check_access_plan(d: Any, plan: AccessPlan, key: jax.Array | None = None,
+                      upstream: Any | None = None) -> None:
+    """Structure, leaf shapes/dtypes and ``vars()`` (recursively) unchanged by ``plan``, and
+    every step gives what it gives on numpyro's instance ``upstream`` (default: ``d``'s
+    numpyro twin): the same values bit for bit, or the same exception type."""
+    upstream = destabilize(d) if upstream is None else upstream
     before, state = layout(d), _vars_snapshot(d)
     keys_before = list(vars(d))
-    outcomes = plan.run(d, key)
+    value = user_value(valid_value(upstream, jax.random.PRNGKey(0) if key is None else key))
+    results = plan.results(d, key, value)
+    for (step, ours), (_, theirs) in zip(results, plan.results(upstream, key, value)):
+        if same_outcome("access_plan", d, f"{step!r} in {plan!r}", ours, theirs) and theirs.ok:
+            _assert_step_close(d, step, ours.value, theirs.value)
+    outcomes = [("ok" if o.ok else type(o.error).__name__) for _, o in results]
     after = layout(d)
-    detail = f"after {plan!r} (outcomes {[o for _, o in outcomes]})"
+    detail = f"after {plan!r} (outcomes {outcomes})"
     if before[0] != after[0]:
         raise _fail("access_plan", d, f"tree structure changed {detail}:\n    {before[0]}\n"
                                       f" -> {after[0]}")

@@ -69,9 +69,9 @@ class Property:
 
 
 def _access_plan(x: Example) -> None:
-    check_access_plan(x.make(), full_plan(x.d), x.key)
+    check_access_plan(x.make(), full_plan(x.d), x.key, x.upstream())
     for plan in x.plans(x.d):
-        check_access_plan(x.make(), plan, x.key)
+        check_access_plan(x.make(), plan, x.key, x.upstream())
 
 
 def _ndev() -> int:
@@ -86,20 +86,29 @@ def _no_alternatives(cls: type) -> str | None:
 
 _ALL = (
     Property("access_plan", "tree structure, leaf shapes/dtypes and `vars()` unchanged by any "
-             "access plan", _access_plan),
-    Property("round_trip", "flatten -> unflatten gives the same leaves, `log_prob` and "
-             "`sample`", lambda x: check_round_trip(x.d, x.key)),
+             "access plan; every read gives numpyro's value", _access_plan),
+    Property("round_trip", "flatten -> unflatten gives the same leaves, and numpyro's "
+             "`log_prob` and `sample` after its own round trip",
+             lambda x: check_round_trip(x.d, x.key, x.upstream())),
     Property("control_flow", "a `lax.scan` carry, `while_loop` state and both branches of "
-             "`lax.cond`, rebuilt and read inside", lambda x: check_control_flow(x.d)),
-    Property("jit", "through `jit` as argument and as return value", lambda x: check_jit(x.d)),
-    Property("vmap", "`vmap` over a stacked batch of instances",
-             lambda x: check_vmap([x.make(), x.make()], x.key)),
+             "`lax.cond`, rebuilt and read inside: numpyro's values",
+             lambda x: check_control_flow(x.d, upstream=x.upstream())),
+    Property("jit", "through `jit` as argument and as return value: numpyro's values",
+             lambda x: check_jit(x.d, upstream=x.upstream())),
+    Property("vmap", "`vmap` over a stacked batch of instances: numpyro's values",
+             lambda x: check_vmap([x.make(), x.make()], x.key,
+                                  upstreams=[x.upstream(), x.upstream()])),
     Property("pmap", "`pmap` over a stacked batch, one instance per device",
-             lambda x: check_pmap([x.make() for _ in range(_ndev())], x.key), devices=2),
+             lambda x: check_pmap([x.make() for _ in range(_ndev())], x.key,
+                                  upstreams=[x.upstream() for _ in range(_ndev())]),
+             devices=2),
     Property("shard_map", "`shard_map` over a stacked batch on a 1-d mesh of all devices",
-             lambda x: check_shard_map([x.make() for _ in range(_ndev())], x.key), devices=2),
+             lambda x: check_shard_map([x.make() for _ in range(_ndev())], x.key,
+                                       upstreams=[x.upstream() for _ in range(_ndev())]),
+             devices=2),
     Property("closure", "closed over by `jit`, `vmap`, `pmap` and `grad`, then used eagerly: "
-             "no leaked tracer, same values", lambda x: check_closure(x.make())),
+             "no leaked tracer, numpyro's values",
+             lambda x: check_closure(x.make(), upstream=x.upstream())),
     Property("hoisting", "a fresh instance's lazy values first read inside `jit`, `vmap`, "
              "`grad`, `scan`, `pmap` and `shard_map` equal numpyro's eager values (bit for "
              "bit, or to rounding where a compiled program hoisted them)",
@@ -115,8 +124,9 @@ _ALL = (
              "values", lambda x: check_hash_seed(x.d, x.sent)),
     Property("release", "cache entries are released with the instance",
              lambda x: check_release(x.make, x.cycles)),
-    Property("threads", "threads reading one shared instance get identical values, each "
-             "computed once", lambda x: check_threads(x.make, x.n_threads)),
+    Property("threads", "threads reading one shared instance get identical values, "
+             "numpyro's, each computed once",
+             lambda x: check_threads(x.make, x.n_threads, x.upstream)),
 )
 
 PROPERTIES: dict[str, Property] = {p.name: p for p in _ALL}

@@ -34,9 +34,10 @@ from stabledist.known_classes import CATALOG_ONLY, HINTS
 from stabledist.testing import catalog
 from stabledist.testing._constraints import constrained_value
 from stabledist.testing._plans import AccessPlan, Step
-from stabledist.testing._spec import DistSpec, Raw
+from stabledist.testing._spec import ARG_KINDS, ArgStyle, DistSpec, Raw
 
 __all__ = [
+    "ARG_STYLES",
     "DrawContext",
     "access_plans",
     "catalog_specs",
@@ -195,6 +196,16 @@ CI_BATCH_SHAPES: Any = st.sampled_from([(), (2,)])
 
 WIDE_BATCH_SHAPES: Any = hnp.array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=3)
 
+ARG_STYLES: Any = st.builds(
+    ArgStyle,
+    kinds=st.lists(st.sampled_from(ARG_KINDS), min_size=1, max_size=3).map(tuple),
+    validate_args=st.sampled_from([None, True, False]),
+)
+"""How a user passes the arguments (`ArgStyle`): a kind per array argument (Python numbers,
+NumPy scalars and arrays, ``jnp`` arrays, mixed) and ``validate_args`` passed or not. The
+simplest draw (what a one-example profile gets) is the most common user code: Python numbers
+(NumPy arrays where not 0-d) and no ``validate_args``."""
+
 
 @dataclass(frozen=True)
 class SpecOptions:
@@ -205,7 +216,8 @@ class SpecOptions:
     dtypes: Any = FLOAT32
     params: Mapping[str, Any] | None = None
     allow_catalog: bool = True
-    validate_args: bool = True
+    validate_args: bool | None = None
+    styles: Any = ARG_STYLES
 
 
 def specs(
@@ -216,7 +228,8 @@ def specs(
     dtypes: Any = FLOAT32,
     params: Mapping[str, Any] | None = None,
     allow_catalog: bool = True,
-    validate_args: bool = True,
+    validate_args: bool | None = None,
+    styles: Any = ARG_STYLES,
 ) -> Any:
     """Strategy of :class:`DistSpec` for ``cls`` (a class, or a public name).
 
@@ -224,10 +237,12 @@ def specs(
     hypothesis strategy, or a callable ``(DrawContext) -> value`` (use it for a user's
     class whose arguments are not described by ``arg_constraints``). ``dtypes`` may include
     ``np.float64``: such specs must be built and used under ``jax.enable_x64(True)`` (see
-    :meth:`DistSpec.x64_context`).
+    :meth:`DistSpec.x64_context`). ``styles`` draws how the arguments are passed (`ArgStyle`:
+    Python numbers, NumPy scalars and arrays, ``jnp`` arrays; ``validate_args`` passed or
+    not); ``validate_args`` (``True``/``False``) overrides the style's.
     """
     options = SpecOptions(batch_shapes, event_sizes, dtypes, params, allow_catalog,
-                          validate_args)
+                          validate_args, styles)
     return st.composite(lambda draw: _draw_spec(draw, cls, options, Tape()))()
 
 
@@ -253,6 +268,7 @@ def _draw_spec(draw: Any, cls: type | str, options: SpecOptions, tape: Tape) -> 
     dtype = np.dtype(tape.pick(draw, options.dtypes)).type
     x64 = dtype is np.float64
     target = user_cls if user_cls is not None else getattr(stabledist, name)
+    style = _style(tape.pick(draw, options.styles), options.validate_args)
     if user_cls is None and not params and (
         name in CATALOG_ONLY or (name not in HINTS and not _derivable(target))
     ):
@@ -260,22 +276,20 @@ def _draw_spec(draw: Any, cls: type | str, options: SpecOptions, tape: Tape) -> 
             raise ValueError(f"{name} can only be drawn from the catalog")
         ids = [i for i, _ in catalog.all_builders() if i.split("[")[0] == name]
         return DistSpec(name, catalog_id=tape.pick(draw, st.sampled_from(ids)), x64=x64,
-                        mode="catalog")
+                        mode="catalog", style=style)
     batch = tuple(tape.pick(draw, options.batch_shapes))
     ctx = DrawContext(draw, batch, tape.pick(draw, options.event_sizes), dtype, x64, tape)
     hinted = user_cls is None and name in HINTS and not params
     kwargs = HINTS[name](ctx) if hinted else _generic_kwargs(ctx, target, params or {})
-    if options.validate_args and _accepts(target, "validate_args"):
-        kwargs["validate_args"] = True
     return DistSpec(name, tuple(kwargs.items()), cls=user_cls, x64=x64,
-                    mode="hinted" if hinted else "generic")
+                    mode="hinted" if hinted else "generic", style=style)
 
 
-def _accepts(target: Any, param: str) -> bool:
-    try:
-        return param in inspect.signature(target).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        return False
+def _style(drawn: ArgStyle | None, validate_args: bool | None) -> ArgStyle | None:
+    """The drawn style, ``validate_args`` overridden when the caller fixed it."""
+    if drawn is None or validate_args is None:
+        return drawn
+    return ArgStyle(drawn.kinds, validate_args)
 
 
 def _constructor_params(cls: type) -> list[inspect.Parameter]:
@@ -346,15 +360,17 @@ def _resolve_param(ctx: DrawContext, how: Any) -> Any:
     return how
 
 
-def catalog_specs(name: str, x64: bool = False) -> Any:
+def catalog_specs(name: str, x64: bool = False, styles: Any = ARG_STYLES) -> Any:
     """Strategy of the catalog's examples of public class ``name`` (main example first, then
-    variants; shrinks to the main example). Fixed structure and values: the examples every
-    other test of the suite uses, so their compiled operations are already cached."""
+    variants; shrinks to the main example), with their arguments passed in a drawn
+    `ArgStyle` (``styles``; ``st.none()``: as the catalog writes them, ``jnp`` arrays and
+    ``validate_args=True``). Fixed structure and values: the examples every other test of the
+    suite uses, so their compiled operations are already cached."""
     ids = [i for i, _ in catalog.all_builders() if i.split("[")[0] == name]
     if not ids:
         raise ValueError(f"the catalog has no example of {name!r}")
-    return st.sampled_from(ids).map(lambda i: DistSpec(name, catalog_id=i, x64=x64,
-                                                       mode="catalog"))
+    return st.tuples(st.sampled_from(ids), styles).map(
+        lambda x: DistSpec(name, catalog_id=x[0], x64=x64, mode="catalog", style=x[1]))
 
 
 def distributions(cls: type | str, **kwargs: Any) -> Any:
