@@ -11,6 +11,7 @@ This package must not import jax at import time: ``python -m benchmarks`` sets
 
 from __future__ import annotations
 
-from benchmarks.config import BENCHMARKS, PROFILES, Profile
+from benchmarks.config import PROFILES, Profile
+from benchmarks.registry import BENCHMARKS
 
 __all__ = ["BENCHMARKS", "PROFILES", "Profile"]

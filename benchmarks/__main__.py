@@ -12,8 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from benchmarks.config import BENCHMARKS, PROFILES, Profile
+from benchmarks.config import PROFILES, Profile
 from benchmarks.environment import configure
+from benchmarks.registry import BENCHMARKS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -22,7 +23,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="Benchmark stabledist against numpyro.distributions (and a no-cache "
         "baseline), interleaved in one run. Writes results.json, report.md and bench-*.png "
         "into the output folder and prints a summary table with target pass/fail lines.",
-        epilog="Benchmarks: " + "; ".join(f"{k}: {v}" for k, v in BENCHMARKS.items()),
+        epilog="Benchmarks: " + "; ".join(f"{k}: {v.summary}" for k, v in BENCHMARKS.items()),
     )
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="profile", action="store_const", const="quick",

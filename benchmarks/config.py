@@ -5,20 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-BENCHMARKS: dict[str, str] = {
-    "lazy": "lazy property read, eager: first read (miss) and repeated read (hit)",
-    "flatten": "jax.tree_util flatten + unflatten of every distribution class",
-    "dispatch": "jitted function taking a distribution vs the same function taking arrays",
-    "closure": "concrete global distribution read inside a compiled function, per call",
-    "compile": "trace + compile time of a model that reads lazy properties repeatedly",
-    "e2e": "end-to-end NUTS and SVI on real models (GP, hierarchical, regression, "
-    "state space, angles), split into trace / lower / compile / run",
-    "pcache": "persistent compilation cache across processes (another PYTHONHASHSEED) "
-    "and retraces of a jitted function taking distributions",
-    "memory": "cache size and process RSS over create/read/drop cycles (subprocesses)",
-}
-"""Benchmark names (``--only``) in run order, with what each measures."""
-
 
 @dataclass(frozen=True)
 class Profile:
@@ -190,16 +176,3 @@ PROFILES: dict[str, Profile] = {
     ),
 }
 
-
-PLANNED_SECONDS: dict[str, dict[str, float]] = {
-    # rough wall time of each benchmark per profile on 2 busy cores, only for the progress
-    # estimate (the tracker rescales it by the speed observed during the run)
-    "smoke": {"lazy": 3, "flatten": 1, "dispatch": 1, "closure": 2, "compile": 3, "e2e": 6,
-              "pcache": 12, "memory": 6},
-    "quick": {"lazy": 25, "flatten": 10, "dispatch": 8, "closure": 25, "compile": 15,
-              "e2e": 40, "pcache": 15, "memory": 25},
-    "default": {"lazy": 120, "flatten": 35, "dispatch": 12, "closure": 90, "compile": 45,
-                "e2e": 200, "pcache": 25, "memory": 45},
-    "full": {"lazy": 200, "flatten": 60, "dispatch": 20, "closure": 400, "compile": 120,
-             "e2e": 900, "pcache": 50, "memory": 150},
-}

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.environment import ROOT
-from benchmarks.report import LABELS, SLOWER_BOUND, compact_lines, fmt_value
+from benchmarks.registry import REGISTRY
+from benchmarks.report import compact_lines
+from benchmarks.rows import LABELS, SLOWER_BOUND, fmt_value
 
 DOC = ROOT / "docs" / "benchmarks.md"
 IMG = ROOT / "docs" / "img"
@@ -165,14 +167,7 @@ def results_section(payload: dict[str, Any], plots: Sequence[str]) -> str:
                              f"{LABELS[variant]} | {med['trace'] + med['lower']:.2f} | "
                              f"{med['compile']:.2f} | {med['run']:.2f} | {total:.2f} |")
         lines.append("")
-    captions = {
-        "bench-e2e.png": "End-to-end inference per phase",
-        "bench-flatten.png": "Flatten + unflatten speed-up per class",
-        "bench-precision.png": "precision_matrix per call and first call vs dimension",
-        "bench-truncnormal.png": "TruncatedNormal log_prob per call and first call vs batch",
-        "bench-sbvm.png": "SineBivariateVonMises log_prob per call and first call",
-        "bench-rss.png": "Memory and cache entries over the churn run",
-    }
+    captions = {p.file: p.caption for b in REGISTRY for p in b.plots}
     if plots:
         lines += ["### Plots", ""]
         for p in plots:

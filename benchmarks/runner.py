@@ -5,58 +5,21 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
 
-from benchmarks import bench_e2e, bench_pcache, report
-from benchmarks.bench_compiled import bench_closure, bench_compile
-from benchmarks.bench_e2e import bench_e2e as run_e2e
-from benchmarks.bench_memory import bench_memory
-from benchmarks.bench_micro import bench_dispatch, bench_flatten, bench_lazy
-from benchmarks.bench_pcache import bench_pcache as run_pcache
-from benchmarks.config import BENCHMARKS, PLANNED_SECONDS, PROFILES, Profile
+from benchmarks import report
+from benchmarks.config import Profile
 from benchmarks.environment import describe, load_average
+from benchmarks.registry import BENCHMARKS
 from benchmarks.timing import TRACKER, BenchResult, progress
-
-RUNNERS: dict[str, Callable[[Profile], BenchResult]] = {
-    "lazy": bench_lazy,
-    "flatten": bench_flatten,
-    "dispatch": bench_dispatch,
-    "closure": bench_closure,
-    "compile": bench_compile,
-    "e2e": run_e2e,
-    "pcache": run_pcache,
-    "memory": bench_memory,
-}
-assert list(RUNNERS) == list(BENCHMARKS)
 
 EXIT_OK, EXIT_ERROR, EXIT_SETUP, EXIT_TARGET = 0, 1, 2, 3
 """Exit statuses: a benchmark raised (1), the backend is not the one asked for (2), a
 target failed (3, unless ``--no-strict``)."""
-
-
-def planned_steps(name: str, profile: Profile) -> int:
-    """How many progress steps benchmark ``name`` will take (an estimate where it depends
-    on what the catalog holds; corrected when the benchmark knows)."""
-    p = profile
-    if name == "lazy":
-        return 1 + (p.lazy_limit or 85)
-    if name == "flatten":
-        return (p.flatten_limit or 100) + 4
-    if name == "dispatch":
-        return len(p.dispatch_cases)
-    if name == "closure":
-        return len(p.mvn_dims) + len(p.tn_batches) + len(p.sbvm_batches)
-    if name == "compile":
-        return 2 + 3 * p.cold_reps
-    if name == "e2e":
-        return bench_e2e.steps(p)
-    if name == "pcache":
-        return bench_pcache.steps(p)
-    return 1
 
 
 def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: str,
@@ -67,10 +30,8 @@ def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: 
     if device not in ("auto", "cpu") and env["backend"] == "cpu":
         print(f"--device {device} requested but JAX's backend is cpu", file=sys.stderr)
         return EXIT_SETUP, {}
-    planned = dict(PLANNED_SECONDS.get(profile.name, PLANNED_SECONDS["default"]))
-    if profile.name in PROFILES and "e2e" in planned:  # --e2e-reps
-        planned["e2e"] *= profile.e2e_reps / PROFILES[profile.name].e2e_reps
-    TRACKER.set_plan({n: (planned_steps(n, profile), planned.get(n, 30.0)) for n in only})
+    TRACKER.set_plan({n: (BENCHMARKS[n].steps(profile), BENCHMARKS[n].seconds(profile))
+                      for n in only})
     TRACKER.start_heartbeat()
     mem = env.get("device_memory_bytes")
     progress(f"stabledist benchmarks, profile {profile.label}: {', '.join(only)}; backend "
@@ -82,12 +43,12 @@ def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: 
     payload: dict[str, Any] = {}
     for name in only:
         TRACKER.begin(name)
-        progress(TRACKER.line(f"== {name}: {BENCHMARKS[name]}"))
+        progress(TRACKER.line(f"== {name}: {BENCHMARKS[name].summary}"))
         t0 = time.perf_counter()
         try:
-            result = RUNNERS[name](profile)
+            result = BENCHMARKS[name].run(profile)
         except Exception:  # one failure must not lose the others
-            result = BenchResult(name=name, title=BENCHMARKS[name], unit="", variants={},
+            result = BenchResult(name=name, title=BENCHMARKS[name].summary, unit="", variants={},
                                  nocache="", error=traceback.format_exc())
             progress(f"!! {name} failed:\n{result.error}")
         TRACKER.end()

@@ -1,0 +1,701 @@
+"""The registry of benchmarks: one `Benchmark` record each, in `REGISTRY` (the run order).
+
+A record says how its benchmark runs (the measuring function in a ``bench_*`` module), what
+the progress tracker plans for it, and how its results become summary rows, target lines,
+report.md sections and plots. The runner and the report walk the records and name no
+benchmark, so adding a benchmark is writing its measuring function and its record here.
+
+No jax at import time: ``python -m benchmarks`` lists the names before it configures jax,
+so the measuring modules are imported only when a benchmark runs (`Deferred`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from benchmarks.config import PROFILES, Profile
+from benchmarks.rows import (
+    LABELS,
+    SLOWER_BOUND,
+    Row,
+    aggregate,
+    fmt_value,
+    host_device_note,
+    make_row,
+    single,
+)
+from benchmarks.timing import BenchResult, Case, geomean, summarize
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["BENCHMARKS", "REGISTRY", "Benchmark", "Deferred", "Plot", "Target", "Verdict"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a target found in one run."""
+
+    value: str
+    passed: bool | None  # None: not measured in this profile ("N/A")
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Target:
+    """A pass/fail criterion, judged on one benchmark's result."""
+
+    key: str
+    """The ``target`` of its entry in results.json."""
+    criterion: str
+    """The sentence in the target lines."""
+    rank: int
+    """Its place in the target list: headline targets first, whatever the run order."""
+    check: Callable[[BenchResult], Verdict | None]
+    """``None``: the run has nothing to judge (no line at all)."""
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One PNG drawn from one benchmark's result."""
+
+    file: str
+    caption: str
+    """Its caption in docs/benchmarks.md."""
+    draw: Callable[[BenchResult], Figure | None]
+    """``None``: nothing to draw in this run (no file)."""
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark: how it runs, and how its result is reported, plotted and judged."""
+
+    name: str
+    """``--only`` name, key in results.json, first column of the summary."""
+    summary: str
+    """What it measures, in one line (``--help``, progress)."""
+    run: Callable[[Profile], BenchResult]
+    steps: Callable[[Profile], int]
+    """Progress steps it will take (an estimate where it depends on the catalog)."""
+    seconds: Callable[[Profile], float]
+    """Planned wall time on 2 busy cores, only for the progress estimate."""
+    rows: Callable[[BenchResult], list[Row]]
+    """Its summary rows."""
+    targets: tuple[Target, ...] = ()
+    details: Callable[[BenchResult], list[str]] = lambda res: []
+    """report.md lines after its case table (tables its cases' ``extra`` holds)."""
+    plots: tuple[Plot, ...] = ()
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """``benchmarks.<module>.<function>(profile)``, imported at the first call: the measuring
+    modules import jax, which must wait until ``python -m benchmarks`` has configured it."""
+
+    module: str
+    function: str
+
+    def __call__(self, profile: Profile) -> Any:
+        module = importlib.import_module(f"benchmarks.{self.module}")
+        return getattr(module, self.function)(profile)
+
+
+def _planned(smoke: float, quick: float, default: float, full: float
+             ) -> Callable[[Profile], float]:
+    """Planned seconds per profile (another profile name: the default's)."""
+    table = {"smoke": smoke, "quick": quick, "default": default, "full": full}
+    return lambda p: table.get(p.name, default)
+
+
+def _on_case(name: str, check: Callable[[BenchResult, Case], Verdict]
+             ) -> Callable[[BenchResult], Verdict | None]:
+    """``check`` of the result's case ``name``; no verdict when the run has no such case."""
+
+    def on_case(res: BenchResult) -> Verdict | None:
+        case = res.case(name)
+        return None if case is None else check(res, case)
+
+    return on_case
+
+
+def _of_kind(res: BenchResult, kind: str) -> list[Case]:
+    return [c for c in res.cases if c.params.get("kind") == kind]
+
+
+def _pyplot() -> Any:
+    import matplotlib.pyplot as plt  # the report has chosen the Agg backend
+
+    return plt
+
+
+COLORS = {"numpyro": "#d62728", "stabledist": "#1f77b4", "nocache": "#7f7f7f",
+          "numpyro_preread": "#ff9896"}
+
+
+# --------------------------------------------------------------------------------------------
+# lazy
+# --------------------------------------------------------------------------------------------
+
+HIT_BOUND = 4.0
+
+
+def _lazy_rows(res: BenchResult) -> list[Row]:
+    miss, hit = _of_kind(res, "miss"), _of_kind(res, "hit")
+    slow = [c for c in miss if (c.ratio_median("numpyro", "stabledist") or 9) < SLOWER_BOUND]
+    overhead = summarize([
+        statistics.median([a - b for a, b in zip(c.samples["stabledist"],
+                                                  c.samples["nocache"])])
+        for c in miss]).get("median", math.nan)
+    rows = [aggregate(res.name, miss, "miss: first read", res.unit,
+                      note=f"{len(slow)} cases >5% slower; cache bookkeeping per miss "
+                      f"(stabledist - no-cache, median) {fmt_value(overhead, 'ns')}")]
+    worst_miss = min(miss, key=lambda c: c.ratio_median("numpyro", "stabledist") or 9,
+                     default=None)
+    if worst_miss is not None:
+        rows.append(single(res.name, worst_miss, res.unit,
+                           label=f"miss, worst case: {worst_miss.name[5:]}"))
+    plain = geomean([c.ratio_median("stabledist", "plain") for c in hit])
+    hit_row = aggregate(res.name, hit, "hit: repeated read", res.unit,
+                        note=f"stabledist/plain attribute {plain:.1f}x", speed=False)
+    hit_row["note"] += f"; numpyro's hit is a plain __dict__ read (own {HIT_BOUND:.0f}x bound)"
+    return [*rows, hit_row]
+
+
+def _hit_target(res: BenchResult) -> Verdict:
+    hit = _of_kind(res, "hit")
+    ratios = [(c.ratio_median("stabledist", "plain"), c.name) for c in hit]
+    g = geomean([r for r, _ in ratios])
+    worst = max(ratios, default=(math.nan, ""))
+    np_plain = geomean([c.ratio_median("numpyro", "plain") for c in hit])
+    return Verdict(f"geomean stabledist/plain {g:.1f}x over {len(hit)} properties",
+                   g <= HIT_BOUND,
+                   f"worst {worst[1]} {worst[0]:.1f}x; numpyro hit/plain {np_plain:.2f}x")
+
+
+# --------------------------------------------------------------------------------------------
+# flatten
+# --------------------------------------------------------------------------------------------
+
+
+def _flatten_rows(res: BenchResult) -> list[Row]:
+    return [aggregate(res.name, _of_kind(res, "roundtrip"), "tree_flatten+tree_unflatten",
+                      res.unit)]
+
+
+def _flatten_target(res: BenchResult) -> Verdict:
+    ratios = {c.name: c.ratio_median("numpyro", "stabledist")
+              for c in _of_kind(res, "roundtrip")}
+    g = geomean(list(ratios.values()))
+    below = sorted((r, n) for n, r in ratios.items() if r < 5)
+    return Verdict(f"geomean {g:.2f}x over {len(ratios)} classes", g >= 5,
+                   f"{len(below)} classes below 5x" + (
+                       f" (slowest: {', '.join(f'{n} {r:.2f}x' for r, n in below[:5])})"
+                       if below else ""))
+
+
+def _flatten_details(res: BenchResult) -> list[str]:
+    if not res.extra.get("breakdown"):
+        return []
+    lines = ["Breakdown (median ns; `floor` = a minimal registered node with the same "
+             "leaves, i.e. JAX's own cost):", ""]
+    for b in res.extra["breakdown"]:
+        lines.append(f"- {b['class']}: " + ", ".join(
+            f"{k} {val:.0f}" for k, val in b["median_ns"].items()))
+    return [*lines, ""]
+
+
+def _flatten_plot(res: BenchResult) -> Figure:
+    plt = _pyplot()
+    data = sorted((c.ratio_median("numpyro", "stabledist") or 0, c)
+                  for c in _of_kind(res, "roundtrip"))
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.16 * len(data)))
+    ys = range(len(data))
+    ax.barh(list(ys), [r for r, _ in data], color=COLORS["stabledist"])
+    ax.set_yticks(list(ys), [c.name for _, c in data], fontsize=7)
+    ax.set_ylim(-0.7, len(data) - 0.3)
+    ax.axvline(5, color="k", ls="--", lw=1, label="target: 5x faster")
+    ax.axvline(1, color=COLORS["numpyro"], lw=1, label="as fast as numpyro")
+    ax.set_xlabel("numpyro / stabledist time (flatten + unflatten), higher is better")
+    ax.set_title("Pytree round trip speed-up per class")
+    ax.legend(loc="lower right")
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# dispatch
+# --------------------------------------------------------------------------------------------
+
+
+def _dispatch_rows(res: BenchResult) -> list[Row]:
+    return [single(res.name, c, res.unit, note=(
+        f"stabledist/raw {c.ratio_median('stabledist', 'raw'):.2f}x, "
+        f"numpyro/raw {c.ratio_median('numpyro', 'raw'):.2f}x"
+        + ("" if c.params.get("results_agree", True) else "; RESULTS DIFFER")))
+        for c in res.cases]
+
+
+def _dispatch_target(res: BenchResult) -> Verdict:
+    worst = max(((c.ratio_median("stabledist", "raw"), c.name) for c in res.cases),
+                default=(math.nan, ""))
+    return Verdict(f"worst stabledist/raw {worst[0]:.2f}x ({worst[1]})", worst[0] <= 1.3,
+                   ", ".join(f"{c.name} {c.ratio_median('stabledist', 'raw'):.2f}x"
+                             for c in res.cases))
+
+
+# --------------------------------------------------------------------------------------------
+# closure
+# --------------------------------------------------------------------------------------------
+
+
+def _closure_rows(res: BenchResult) -> list[Row]:
+    rows = []
+    for c in res.cases:
+        note = host_device_note(c)
+        if not c.params.get("results_agree", True):
+            note += "; RESULTS DIFFER"
+        rows.append(single(res.name, c, res.unit, label=f"{c.name} per call", note=note))
+    for c in res.cases:
+        first = c.extra.get("first_call_s", {})
+        if "numpyro" not in first or "stabledist" not in first:
+            continue
+        ph = c.extra.get("first_call_phases", {})
+        rows.append(make_row(
+            res.name, f"{c.name} first call", "s", numpyro=first["numpyro"],
+            stabledist=first["stabledist"], nocache=first.get("nocache"),
+            ratio=first["numpyro"] / first["stabledist"], spread="one run",
+            note="XLA compiles " + ", ".join(
+                f"{k} {int(v.get('xla_compiles', 0))}" for k, v in ph.items()
+                if k in ("numpyro", "stabledist"))))
+    return rows
+
+
+def _precision_target(res: BenchResult) -> Verdict:
+    case = res.case("mvn_precision 1024")
+    if case is None:
+        return Verdict("dim 1024 not measured in this profile", None)
+    r = summarize(case.ratio("numpyro", "stabledist"))
+    return Verdict(f"{r['median']:.1f}x (IQR {r['q1']:.1f}-{r['q3']:.1f})", r["median"] >= 10,
+                   f"numpyro {case.median('numpyro') / 1e6:.2f} ms/call, "
+                   f"stabledist {case.median('stabledist') / 1e6:.3f} ms/call")
+
+
+def _closure_details(res: BenchResult) -> list[str]:
+    first_calls = res.cases[0].extra["first_call_s"]
+    lines = ["First call of each new closure (s; trace + lower + compile + run, "
+             "XLA compiles):", "",
+             "| case | " + " | ".join(LABELS[v] for v in LABELS if v in first_calls) + " |",
+             "|" + "---|" * (1 + len(first_calls))]
+    for c in res.cases:
+        fc, ph = c.extra["first_call_s"], c.extra.get("first_call_phases", {})
+        lines.append(f"| {c.name} | " + " | ".join(
+            f"{fc[v]:.2f} ({int(ph.get(v, {}).get('xla_compiles', 0))})"
+            for v in LABELS if v in fc) + " |")
+    return [*lines, ""]
+
+
+def _closure_plot(res: BenchResult, family: str, xlabel: str, title: str) -> Figure | None:
+    """Per call (median, IQR) and first call against the problem size, one family."""
+    cases = [c for c in res.cases if c.params["family"] == family]
+    if not cases:
+        return None
+    fig, (ax, ax2) = _pyplot().subplots(1, 2, figsize=(11, 4.4))
+    sizes = [c.params["size"] for c in cases]
+    for variant, color in COLORS.items():
+        stats = [summarize(c.samples.get(variant, [])) for c in cases]
+        if not all(s.get("n") for s in stats):
+            continue
+        style = "--" if variant == "numpyro_preread" else "-"
+        med = [s["median"] / 1e3 for s in stats]
+        err = [[(s["median"] - s["q1"]) / 1e3 for s in stats],
+               [(s["q3"] - s["median"]) / 1e3 for s in stats]]
+        ax.errorbar(sizes, med, yerr=err, marker="o", ms=4, capsize=2, color=color,
+                    label=LABELS[variant], ls=style)
+        first = [c.extra.get("first_call_s", {}).get(variant) for c in cases]
+        if all(f is not None for f in first):
+            ax2.plot(sizes, first, marker="o", ms=4, color=color, label=LABELS[variant],
+                     ls=style)
+    for a in (ax, ax2):
+        a.set_xscale("log")
+        a.set_yscale("log")
+        a.set_xlabel(xlabel)
+        a.grid(True, which="both", alpha=0.3)
+        a.legend(fontsize=8)
+    ax.set_ylabel("time per call (us), median and IQR")
+    ax.set_title(title, fontsize=9)
+    ax2.set_ylabel("first call: trace + compile + run (s)")
+    ax2.set_title("first call of a new jitted closure (once per distribution)", fontsize=9)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# compile
+# --------------------------------------------------------------------------------------------
+
+COMPILE_LABELS = {"warm": "warm trace+compile", "cold": "cold trace+compile (fresh process)",
+                  "run": "compiled call"}
+
+
+def _compile_rows(res: BenchResult) -> list[Row]:
+    rows = []
+    for c in res.cases:
+        note = ""
+        if c.extra.get("jaxpr_eqns"):
+            note = "jaxpr equations: " + ", ".join(
+                f"{k} {v}" for k, v in c.extra["jaxpr_eqns"].items())
+        if c.extra.get("host_device"):
+            note = host_device_note(c)
+        label = COMPILE_LABELS.get(c.params.get("kind", ""), f"phase: {c.name}")
+        r = single(res.name, c, res.unit, label=label, note=note)
+        r["speed"] = c.params.get("kind") != "part"
+        rows.append(r)
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# e2e
+# --------------------------------------------------------------------------------------------
+
+
+def phase_medians(case: Case, variant: str) -> dict[str, float]:
+    ph = case.extra.get("phases", {}).get(variant, {})
+    return {k: statistics.median(v) for k, v in ph.items() if v}
+
+
+def _phase_note(case: Case) -> str:
+    """trace/compile/run seconds of both variants, and whether results agree."""
+    parts = []
+    for v in ("numpyro", "stabledist"):
+        m = phase_medians(case, v)
+        if m:
+            parts.append(f"{v} trace {m['trace'] + m['lower']:.2f} + compile "
+                         f"{m['compile']:.2f} + run {m['run']:.2f} s")
+    summ = case.extra.get("summary", {})
+    same = summ.get("numpyro") == summ.get("stabledist")
+    program = {True: "the same inference program as numpyro's",
+               False: "a different inference program"}.get(case.params.get("same_program"))
+    return "; ".join(([program] if program else []) + parts) + (
+        "" if same else "; results differ in the 4th decimal")
+
+
+def _e2e_rows(res: BenchResult) -> list[Row]:
+    return [single(res.name, c, res.unit, note=_phase_note(c)) for c in res.cases]
+
+
+def _e2e_seconds(profile: Profile) -> float:
+    """Scaled by ``--e2e-reps`` against the profile's own repetitions."""
+    base = _planned(smoke=6, quick=40, default=200, full=900)(profile)
+    if profile.name in PROFILES:
+        base *= profile.e2e_reps / PROFILES[profile.name].e2e_reps
+    return base
+
+
+def _e2e_target(res: BenchResult) -> Verdict:
+    cases = [(c.ratio_median("numpyro", "stabledist"), c.name,
+              bool(c.params.get("same_program"))) for c in res.cases]
+    cases = [(r, n, same) for r, n, same in cases if r is not None]
+    failed = [(r, n) for r, n, same in cases if r < 1.0 and not (same and r >= SLOWER_BOUND)]
+    worst = min(cases, default=(math.nan, "", False))
+    return Verdict(f"worst {worst[1]} {worst[0]:.2f}x"
+                   + (" (the same program as numpyro's)" if worst[2] else ""), not failed,
+                   ", ".join(f"{n} {r:.2f}x" + ("" if same else " (another program)")
+                             for r, n, same in cases))
+
+
+def _e2e_details(res: BenchResult) -> list[str]:
+    lines = ["Phases (median s over repetitions; trace includes lowering):", "",
+             "| case | variant | trace | compile | run | total | XLA compiles |",
+             "|---|---|---|---|---|---|---|"]
+    for c in res.cases:
+        for v in res.variants:
+            m = phase_medians(c, v)
+            if m:
+                lines.append(f"| {c.name} | {v} | {m['trace'] + m['lower']:.2f} | "
+                             f"{m['compile']:.2f} | {m['run']:.2f} | "
+                             f"{c.median(v):.2f} | {m['xla_compiles']:.0f} |")
+    lines += ["", "Models:", ""]
+    seen_models: set[str] = set()
+    for c in res.cases:
+        if c.params["model"] not in seen_models:
+            seen_models.add(c.params["model"])
+            lines.append(f"- `{c.params['model']}`: {c.params['what']}")
+    return [*lines, ""]
+
+
+def _e2e_plot(res: BenchResult) -> Figure | None:
+    cases = res.cases
+    if not cases:
+        return None
+    fig, ax = _pyplot().subplots(figsize=(8, 1.4 + 0.55 * len(cases)))
+    colors = {"trace": "#9467bd", "compile": "#8c564b", "run": "#2ca02c"}
+    ys, labels = [], []
+    for i, c in enumerate(cases):
+        for j, variant in enumerate(("numpyro", "stabledist")):
+            m = phase_medians(c, variant)
+            if not m:
+                continue
+            y = i * 2.6 + j
+            left = 0.0
+            for phase, value in (("trace", m["trace"] + m["lower"]),
+                                 ("compile", m["compile"]), ("run", m["run"])):
+                ax.barh(y, value, left=left, color=colors[phase],
+                        label=phase if (i, j) == (0, 0) else None,
+                        hatch="//" if variant == "numpyro" else None, edgecolor="white")
+                left += value
+            ys.append(y)
+            labels.append(f"{c.name}, {variant}")
+    ax.set_yticks(ys, labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds (median over repetitions): trace (incl. lowering), XLA compile, run")
+    ax.set_title("End-to-end inference, per phase (hatched: numpyro)", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(True, axis="x", alpha=0.3)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# pcache
+# --------------------------------------------------------------------------------------------
+
+
+def _pcache_rows(res: BenchResult) -> list[Row]:
+    rows = []
+    for c in res.cases:
+        kind = c.params.get("kind")
+        if kind == "retrace":
+            rows.append(make_row(res.name, "extra traces (retraces)", "traces",
+                            numpyro=c.median("numpyro"), stabledist=c.median("stabledist"),
+                            speed=False))
+            continue
+        r = single(res.name, c, res.unit)
+        r["speed"] = kind == "second"
+        if kind == "second":
+            hits, misses = c.extra["cache_hits"], c.extra["cache_misses"]
+            r["note"] = "persistent-cache hits/misses: " + ", ".join(
+                f"{v} {int(sum(hits[v]))}/{int(sum(misses[v]))}" for v in hits) + (
+                "; numpyro leaf order changed: "
+                f"{c.extra['leaf_order_changed'].get('numpyro')}")
+        rows.append(r)
+    return rows
+
+
+def _pcache_target(res: BenchResult, case: Case) -> Verdict:
+    hits, misses = case.extra["cache_hits"], case.extra["cache_misses"]
+    ok = (sum(hits["stabledist"]) > 0 and sum(misses["stabledist"]) == 0
+          and sum(misses["numpyro"]) > 0)
+    saved = (case.median("numpyro") or math.nan) - (case.median("stabledist") or math.nan)
+    return Verdict(
+        f"stabledist {int(sum(hits['stabledist']))} hit(s), "
+        f"{int(sum(misses['stabledist']))} miss(es); numpyro "
+        f"{int(sum(misses['numpyro']))} miss(es)", ok,
+        f"first call in the second process {case.median('numpyro'):.2f} s numpyro, "
+        f"{case.median('stabledist'):.2f} s stabledist: {saved:.2f} s saved")
+
+
+def _retrace_target(res: BenchResult) -> Verdict | None:
+    rt = res.extra.get("retraces")
+    if not rt:
+        return None
+    return Verdict(
+        f"stabledist {rt['stabledist']['extra_traces']} extra, numpyro "
+        f"{rt['numpyro']['extra_traces']} extra", rt["stabledist"]["extra_traces"] == 0,
+        "; ".join(f"{c['call']}: +{c['new_traces']}"
+                  for c in rt["stabledist"]["calls"] if c["new_traces"]))
+
+
+def _pcache_details(res: BenchResult) -> list[str]:
+    if not res.extra.get("retraces"):
+        return []
+    lines = [f"Persistent cache: {res.extra['function']}; first process "
+             f"PYTHONHASHSEED={res.extra['seeds'][0]}, second "
+             f"{res.extra['seeds'][1]}, fresh cache directory per variant.", "",
+             f"Retraces ({res.extra['retrace_calls']}):", "",
+             "| call | numpyro new traces | stabledist new traces |",
+             "|---|---|---|"]
+    rt = res.extra["retraces"]
+    for a, b in zip(rt["numpyro"]["calls"], rt["stabledist"]["calls"]):
+        lines.append(f"| {a['call']} | {a['new_traces']} | {b['new_traces']} |")
+    return [*lines, ""]
+
+
+# --------------------------------------------------------------------------------------------
+# memory
+# --------------------------------------------------------------------------------------------
+
+
+def _memory_rows(res: BenchResult) -> list[Row]:
+    rows = []
+    for c in res.cases:
+        r = make_row(res.name, c.name, c.params.get("unit", res.unit), numpyro=c.median("numpyro"),
+                stabledist=c.median("stabledist"), speed=False)
+        if c.params.get("kind") == "growth":
+            r["note"] = (f"max live cache instances {res.extra.get('max_cache_instances')}; "
+                         f"after gc {res.extra['runs']['stabledist']['after_gc']['cache']}")
+        if c.params.get("kind") == "time":
+            r["note"] = "informative only: both children ran at the same time"
+        rows.append(r)
+    return rows
+
+
+def _rss_target(res: BenchResult, case: Case) -> Verdict:
+    g = case.median("stabledist")
+    return Verdict(f"stabledist {g:+.1f} MB", g < 20,
+                   f"numpyro {case.median('numpyro'):+.1f} MB over the same churn; "
+                   f"{res.extra['runs']['stabledist']['cycles']} cycles")
+
+
+def _memory_plot(res: BenchResult) -> Figure:
+    runs = res.extra["runs"]
+    fig, (ax, ax2) = _pyplot().subplots(1, 2, figsize=(11, 4.2))
+    for module, run in runs.items():
+        trace = run["trace"]
+        base = trace[0]["rss_mb"]
+        ax.plot([p["cycle"] for p in trace], [p["rss_mb"] - base for p in trace],
+                color=COLORS[module], lw=3.5 if module == "numpyro" else 1.5,
+                alpha=0.6 if module == "numpyro" else 1.0, marker="o", ms=2,
+                label=f"{LABELS[module]} (RSS at start {base:.0f} MB)")
+    ax.axhline(20, color="k", ls="--", lw=1, label="target: less than 20 MB growth")
+    ax.set_ylim(min(-1.0, ax.get_ylim()[0]), 25)
+    ax.set_xlabel("create / read / drop cycle")
+    ax.set_ylabel("process RSS growth since the start (MB)")
+    ax.set_title("Process memory over the churn run (fresh process each)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(True, alpha=0.3)
+    trace = runs["stabledist"]["trace"]
+    ax2.plot([p["cycle"] for p in trace], [p["cache_instances"] for p in trace],
+             color=COLORS["stabledist"], marker="o", ms=2,
+             label="stabledist: instances with cached values")
+    ax2.plot([p["cycle"] for p in trace], [p["cache_values"] for p in trace],
+             color="#17becf", ls="--", label="stabledist: cached values")
+    ax2.set_ylim(bottom=-0.5, top=max(10, *(p["cache_values"] for p in trace)) * 1.2)
+    ax2.set_xlabel("create / read / drop cycle")
+    ax2.set_ylabel("live cache entries")
+    ax2.set_title("stabledist's cache between cycles (dropped instances leave nothing)",
+                  fontsize=9)
+    ax2.legend(fontsize=8, loc="upper left")
+    ax2.grid(True, alpha=0.3)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
+# the registry
+# --------------------------------------------------------------------------------------------
+
+REGISTRY: tuple[Benchmark, ...] = (
+    Benchmark(
+        name="lazy",
+        summary="lazy property read, eager: first read (miss) and repeated read (hit)",
+        run=Deferred("bench_micro", "bench_lazy"),
+        steps=lambda p: 1 + (p.lazy_limit or 85),
+        seconds=_planned(smoke=3, quick=25, default=120, full=200),
+        rows=_lazy_rows,
+        targets=(Target("hit", f"cache hit within {HIT_BOUND:.0f}x of a plain attribute read "
+                        "(same run)", rank=3, check=_hit_target),),
+    ),
+    Benchmark(
+        name="flatten",
+        summary="jax.tree_util flatten + unflatten of every distribution class",
+        run=Deferred("bench_micro", "bench_flatten"),
+        steps=lambda p: (p.flatten_limit or 100) + 4,
+        seconds=_planned(smoke=1, quick=10, default=35, full=60),
+        rows=_flatten_rows,
+        targets=(Target("flatten", "flatten+unflatten at least 5x faster than numpyro",
+                        rank=1, check=_flatten_target),),
+        details=_flatten_details,
+        plots=(Plot("bench-flatten.png", "Flatten + unflatten speed-up per class",
+                    _flatten_plot),),
+    ),
+    Benchmark(
+        name="dispatch",
+        summary="jitted function taking a distribution vs the same function taking arrays",
+        run=Deferred("bench_micro", "bench_dispatch"),
+        steps=lambda p: len(p.dispatch_cases),
+        seconds=_planned(smoke=1, quick=8, default=12, full=20),
+        rows=_dispatch_rows,
+        targets=(Target("dispatch", "jitted dispatch with a distribution argument within "
+                        "1.3x of raw arrays", rank=2, check=_dispatch_target),),
+    ),
+    Benchmark(
+        name="closure",
+        summary="concrete global distribution read inside a compiled function, per call",
+        run=Deferred("bench_compiled", "bench_closure"),
+        steps=lambda p: len(p.mvn_dims) + len(p.tn_batches) + len(p.sbvm_batches),
+        seconds=_planned(smoke=2, quick=25, default=90, full=400),
+        rows=_closure_rows,
+        targets=(Target("precision", "closed-over precision_matrix at dim 1024 at least 10x "
+                        "faster per call", rank=4, check=_precision_target),),
+        details=_closure_details,
+        plots=(
+            Plot("bench-precision.png", "precision_matrix per call and first call vs dimension",
+                 partial(_closure_plot, family="mvn_precision", xlabel="dimension n",
+                         title="jit(lambda x: d.precision_matrix @ x), d a global MVN")),
+            Plot("bench-truncnormal.png",
+                 "TruncatedNormal log_prob per call and first call vs batch",
+                 partial(_closure_plot, family="truncnormal_logp", xlabel="batch size B",
+                         title="jit(lambda x: d.log_prob(x)), d a global TruncatedNormal")),
+            Plot("bench-sbvm.png", "SineBivariateVonMises log_prob per call and first call",
+                 partial(_closure_plot, family="sbvm_logp", xlabel="observations B",
+                         title="jit(lambda x: d.log_prob(x)), d a global "
+                         "SineBivariateVonMises")),
+        ),
+    ),
+    Benchmark(
+        name="compile",
+        summary="trace + compile time of a model that reads lazy properties repeatedly",
+        run=Deferred("bench_compiled", "bench_compile"),
+        steps=lambda p: 2 + 3 * p.cold_reps,
+        seconds=_planned(smoke=3, quick=15, default=45, full=120),
+        rows=_compile_rows,
+    ),
+    Benchmark(
+        name="e2e",
+        summary="end-to-end NUTS and SVI on real models (GP, hierarchical, regression, "
+        "state space, angles), split into trace / lower / compile / run",
+        run=Deferred("bench_e2e", "bench_e2e"),
+        steps=Deferred("bench_e2e", "steps"),
+        seconds=_e2e_seconds,
+        rows=_e2e_rows,
+        targets=(Target("e2e", "end-to-end inference (NUTS and SVI) at least 1.0x numpyro for "
+                        "every model (within 5% where both compile the very same program: "
+                        "the rest is noise)", rank=6, check=_e2e_target),),
+        details=_e2e_details,
+        plots=(Plot("bench-e2e.png", "End-to-end inference per phase", _e2e_plot),),
+    ),
+    Benchmark(
+        name="pcache",
+        summary="persistent compilation cache across processes (another PYTHONHASHSEED) "
+        "and retraces of a jitted function taking distributions",
+        run=Deferred("bench_pcache", "bench_pcache"),
+        steps=Deferred("bench_pcache", "steps"),
+        seconds=_planned(smoke=12, quick=15, default=25, full=50),
+        rows=_pcache_rows,
+        targets=(
+            Target("pcache", "second process (other PYTHONHASHSEED) hits JAX's persistent "
+                   "cache", rank=7,
+                   check=_on_case("first call, second process (cache warm)", _pcache_target)),
+            Target("retrace", "no extra trace for distributions built another way or after "
+                   "reads", rank=8, check=_retrace_target),
+        ),
+        details=_pcache_details,
+    ),
+    Benchmark(
+        name="memory",
+        summary="cache size and process RSS over create/read/drop cycles (subprocesses)",
+        run=Deferred("bench_memory", "bench_memory"),
+        steps=lambda p: 1,
+        seconds=_planned(smoke=6, quick=25, default=45, full=150),
+        rows=_memory_rows,
+        targets=(Target("rss", "RSS flat over the churn run (under 20 MB growth)", rank=5,
+                        check=_on_case("rss growth", _rss_target)),),
+        plots=(Plot("bench-rss.png", "Memory and cache entries over the churn run",
+                    _memory_plot),),
+    ),
+)
+
+BENCHMARKS: dict[str, Benchmark] = {b.name: b for b in REGISTRY}
+"""The records by name (``--only``), in run order."""
