@@ -237,7 +237,7 @@ def canonical(x: Any) -> np.ndarray:
 
 def _all_float64(d: Any) -> bool:
     leaves = jax.tree_util.tree_leaves(d)
-    return all(np.result_type(x) != np.float32 for x in leaves
+    return all(x.dtype != np.float32 for x in leaves
                if isinstance(x, jax.Array | np.ndarray | np.generic))
 
 
