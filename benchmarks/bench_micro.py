@@ -34,7 +34,7 @@ from benchmarks.timing import (
     step,
     stmt_timer,
 )
-from stabledist.cache import CACHE
+from stabledist._src.cache import CACHE
 from stabledist.testing import catalog
 
 Builder = Callable[[Any], Any]

@@ -15,8 +15,8 @@ import numpyro.distributions as nd
 from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
-from stabledist.cache import CACHE, cached_lazy_property
-from stabledist.introspect import class_attribute, lazy_names
+from stabledist._src.cache import CACHE, cached_lazy_property
+from stabledist._src.introspect import class_attribute, lazy_names
 
 __all__ = ["MODULES", "block", "fresh_copy", "is_stable_lazy", "lazy_names", "quiet",
            "recompute_fn", "spd"]

@@ -2,9 +2,9 @@
 
 ``import stabledist as dist`` replaces ``import numpyro.distributions as dist``. Every class is
 a subclass of the numpyro class of the same name (same constructor, same numbers), but lazy
-values live in an external weak-key cache (`stabledist.cache`) and pytrees have a fixed,
-key-path field layout (`stabledist.pytree`). The list of classes and factory functions is
-derived from the installed numpyro (`stabledist.fork`); import fails loudly if a new
+values live in an external weak-key cache (`stabledist._src.cache`) and pytrees have a fixed,
+key-path field layout (`stabledist._src.pytree`). The list of classes and factory functions is
+derived from the installed numpyro (`stabledist._src.fork`); import fails loudly if a new
 numpyro class cannot be covered.
 """
 
@@ -16,33 +16,37 @@ from typing import Any as _Any
 import numpyro.distributions as _nd
 from numpyro.distributions import biject_to, constraints, kl_divergence, transforms
 
-from stabledist.cache import cache_info, cached_lazy_property, clear_cache
-from stabledist.fork import (
-    Distribution,
-    is_stable,
-    make_stable,
-    mirror_all,
-    stabilize,
-    stable_class,
-    wrap_factory,
-)
-from stabledist.internals import stable_internals, stable_internals_enabled, use_stable_internals
-from stabledist.introspect import is_factory_name
-from stabledist.submodules import mirror_submodules
+# The public face: every name below is API; the modules in `stabledist._src` are private.
+from stabledist._src.cache import cache_info as cache_info
+from stabledist._src.cache import cached_lazy_property as cached_lazy_property
+from stabledist._src.cache import clear_cache as clear_cache
+from stabledist._src.fork import Distribution as Distribution
+from stabledist._src.fork import _from_source as _from_source  # the name pickles use
+from stabledist._src.fork import is_stable as is_stable
+from stabledist._src.fork import make_stable as make_stable
+from stabledist._src.fork import mirror_all as _mirror_all
+from stabledist._src.fork import stabilize as stabilize
+from stabledist._src.fork import stable_class as stable_class
+from stabledist._src.fork import wrap_factory as _wrap_factory
+from stabledist._src.internals import stable_internals as stable_internals
+from stabledist._src.internals import stable_internals_enabled as stable_internals_enabled
+from stabledist._src.internals import use_stable_internals as use_stable_internals
+from stabledist._src.introspect import is_factory_name as _is_factory_name
+from stabledist._src.submodules import mirror_submodules as _mirror_submodules
 
 __version__ = "0.1.0"
 
 
 def _build_namespace() -> dict[str, _Any]:
     """Stable classes and factories for every public name of numpyro.distributions."""
-    classes = mirror_all()
+    classes = _mirror_all()
     namespace: dict[str, _Any] = dict(classes)
     for name in _nd.__all__:
         upstream = getattr(_nd, name)
         if _inspect.isclass(upstream) and issubclass(upstream, _nd.Distribution):
             namespace[name] = stable_class(upstream)
-        elif is_factory_name(name):
-            namespace[name] = wrap_factory(upstream)
+        elif _is_factory_name(name):
+            namespace[name] = _wrap_factory(upstream)
         elif name not in namespace:
             namespace[name] = upstream
     uncovered = [
@@ -58,7 +62,7 @@ def _build_namespace() -> dict[str, _Any]:
 
 _namespace = _build_namespace()
 globals().update({n: _namespace[n] for n in _nd.__all__})
-_submodules = mirror_submodules(__name__, _namespace)
+_submodules = _mirror_submodules(__name__, _namespace)
 globals().update(_submodules)
 
 __all__ = [

@@ -2,7 +2,9 @@
 # Regenerate after changing the installed numpyro or stabledist's public names.
 
 from numpyro.distributions import biject_to as biject_to, constraints as constraints, kl_divergence as kl_divergence, transforms as transforms
-from stabledist.cache import cache_info as cache_info, cached_lazy_property as cached_lazy_property, clear_cache as clear_cache
+from stabledist._src.cache import cache_info as cache_info, cached_lazy_property as cached_lazy_property, clear_cache as clear_cache
+from stabledist._src.fork import is_stable as is_stable, make_stable as make_stable, stabilize as stabilize, stable_class as stable_class
+from stabledist._src.internals import stable_internals as stable_internals, stable_internals_enabled as stable_internals_enabled, use_stable_internals as use_stable_internals
 from stabledist.censored import IntervalCensoredDistribution as IntervalCensoredDistribution, LeftCensoredDistribution as LeftCensoredDistribution, RightCensoredDistribution as RightCensoredDistribution
 from stabledist.conjugate import BetaBinomial as BetaBinomial, BetaNegativeBinomial as BetaNegativeBinomial, DirichletMultinomial as DirichletMultinomial, GammaPoisson as GammaPoisson, HurdleNegativeBinomial2 as HurdleNegativeBinomial2, NegativeBinomial as NegativeBinomial, NegativeBinomial2 as NegativeBinomial2, NegativeBinomialLogits as NegativeBinomialLogits, NegativeBinomialProbs as NegativeBinomialProbs, ZeroInflatedNegativeBinomial2 as ZeroInflatedNegativeBinomial2
 from stabledist.continuous import AsymmetricLaplace as AsymmetricLaplace, AsymmetricLaplaceQuantile as AsymmetricLaplaceQuantile, Beta as Beta, BetaProportion as BetaProportion, CAR as CAR, Cauchy as Cauchy, Chi2 as Chi2, CirculantNormal as CirculantNormal, Dagum as Dagum, Dirichlet as Dirichlet, EulerMaruyama as EulerMaruyama, Exponential as Exponential, Gamma as Gamma, GaussianRandomWalk as GaussianRandomWalk, GaussianStateSpace as GaussianStateSpace, Gompertz as Gompertz, Gumbel as Gumbel, HalfCauchy as HalfCauchy, HalfNormal as HalfNormal, HurdleGamma as HurdleGamma, HurdleLogNormal as HurdleLogNormal, InverseGamma as InverseGamma, InverseWishart as InverseWishart, InverseWishartCholesky as InverseWishartCholesky, Kumaraswamy as Kumaraswamy, LKJ as LKJ, LKJCholesky as LKJCholesky, Laplace as Laplace, Levy as Levy, LogNormal as LogNormal, LogUniform as LogUniform, Logistic as Logistic, LowRankMultivariateNormal as LowRankMultivariateNormal, MatrixNormal as MatrixNormal, MultivariateNormal as MultivariateNormal, MultivariateStudentT as MultivariateStudentT, Normal as Normal, Pareto as Pareto, RelaxedBernoulli as RelaxedBernoulli, RelaxedBernoulliLogits as RelaxedBernoulliLogits, SoftLaplace as SoftLaplace, StudentT as StudentT, Uniform as Uniform, Weibull as Weibull, Wishart as Wishart, WishartCholesky as WishartCholesky, ZeroSumNormal as ZeroSumNormal
@@ -10,12 +12,9 @@ from stabledist.copula import GaussianCopula as GaussianCopula, GaussianCopulaBe
 from stabledist.directional import ProjectedNormal as ProjectedNormal, SineBivariateVonMises as SineBivariateVonMises, SineSkewed as SineSkewed, VonMises as VonMises
 from stabledist.discrete import Bernoulli as Bernoulli, BernoulliLogits as BernoulliLogits, BernoulliProbs as BernoulliProbs, Binomial as Binomial, BinomialLogits as BinomialLogits, BinomialProbs as BinomialProbs, Categorical as Categorical, CategoricalLogits as CategoricalLogits, CategoricalProbs as CategoricalProbs, DiscreteUniform as DiscreteUniform, Geometric as Geometric, GeometricLogits as GeometricLogits, GeometricProbs as GeometricProbs, HurdleDistribution as HurdleDistribution, HurdleLogits as HurdleLogits, HurdlePoisson as HurdlePoisson, HurdleProbs as HurdleProbs, Multinomial as Multinomial, MultinomialLogits as MultinomialLogits, MultinomialProbs as MultinomialProbs, OrderedLogistic as OrderedLogistic, Poisson as Poisson, ZeroInflatedDistribution as ZeroInflatedDistribution, ZeroInflatedLogits as ZeroInflatedLogits, ZeroInflatedPoisson as ZeroInflatedPoisson, ZeroInflatedProbs as ZeroInflatedProbs
 from stabledist.distribution import Delta as Delta, Distribution as Distribution, ExpandedDistribution as ExpandedDistribution, FoldedDistribution as FoldedDistribution, ImproperUniform as ImproperUniform, Independent as Independent, MaskedDistribution as MaskedDistribution, TransformedDistribution as TransformedDistribution, Unit as Unit
-from stabledist.fork import is_stable as is_stable, make_stable as make_stable, stabilize as stabilize, stable_class as stable_class
-from stabledist.internals import stable_internals as stable_internals, stable_internals_enabled as stable_internals_enabled, use_stable_internals as use_stable_internals
 from stabledist.mixtures import Mixture as Mixture, MixtureGeneral as MixtureGeneral, MixtureSameFamily as MixtureSameFamily
 from stabledist.truncated import DoublyTruncatedPowerLaw as DoublyTruncatedPowerLaw, LeftTruncatedDistribution as LeftTruncatedDistribution, LeftTruncatedGamma as LeftTruncatedGamma, LowerTruncatedPowerLaw as LowerTruncatedPowerLaw, RightTruncatedDistribution as RightTruncatedDistribution, RightTruncatedGamma as RightTruncatedGamma, TruncatedCauchy as TruncatedCauchy, TruncatedDistribution as TruncatedDistribution, TruncatedGamma as TruncatedGamma, TruncatedNormal as TruncatedNormal, TruncatedPolyaGamma as TruncatedPolyaGamma, TwoSidedTruncatedDistribution as TwoSidedTruncatedDistribution, TwoSidedTruncatedGamma as TwoSidedTruncatedGamma
 from stabledist import batch_util as batch_util
-from stabledist import cache as cache
 from stabledist import censored as censored
 from stabledist import conjugate as conjugate
 from stabledist import continuous as continuous
@@ -24,12 +23,10 @@ from stabledist import directional as directional
 from stabledist import discrete as discrete
 from stabledist import distribution as distribution
 from stabledist import flows as flows
-from stabledist import fork as fork
 from stabledist import gof as gof
 from stabledist import handlers as handlers
 from stabledist import kl as kl
 from stabledist import mixtures as mixtures
-from stabledist import pytree as pytree
 from stabledist import testing as testing
 from stabledist import truncated as truncated
 from stabledist import util as util

@@ -15,8 +15,8 @@ from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
 from benchmarks.phases import record_phases
-from stabledist.cache import CACHE
-from stabledist.introspect import class_attribute
+from stabledist._src.cache import CACHE
+from stabledist._src.introspect import class_attribute
 
 
 def lazy_names(d) -> list[str]:
@@ -273,7 +273,7 @@ def test_elementwise_value_first_read_inside_jit_is_not_cached():
 
 
 def test_staging_traces():
-    from stabledist.hoisting import stages
+    from stabledist._src.hoisting import stages
 
     seen = {}
 
@@ -305,7 +305,7 @@ def test_long_hoisted_computation_is_one_program_shared_across_instances():
     """SineBivariateVonMises's norm_const (a series, ~30 distinct operations) is hoisted by one
     compiled program, not one eager kernel per operation, and a second instance with the same
     shapes reuses it; the value is numpyro's eager one to rounding."""
-    from stabledist.hoisting import hoisting_mode
+    from stabledist._src.hoisting import hoisting_mode
 
     def make(m, phi):  # a batch of 3: shapes no other test hoists with
         return m.SineBivariateVonMises(jnp.full(3, phi), -1.0, 2.0, 3.0, correlation=0.8)
@@ -328,7 +328,7 @@ def test_short_hoisted_value_is_one_cheap_program_on_the_cpu():
     """On the CPU, MultivariateNormal's precision_matrix (a few operations) first read inside
     jit is computed by one program compiled with cheap code generation, not by jax's eager
     kernels compiled with XLA's defaults; it is numpyro's eager value to rounding."""
-    from stabledist.hoisting import one_shot_programs
+    from stabledist._src.hoisting import one_shot_programs
 
     assert one_shot_programs()  # the suite runs on the CPU
     n = 7  # a dimension no other test hoists with (the program is shared per shape)
@@ -353,7 +353,7 @@ def test_hoisting_decision_is_made_once_per_leaf_ranks_when_sizes_cannot_change_
     trace)."""
     import weakref
 
-    from stabledist import hoisting
+    from stabledist._src import hoisting
 
     monkeypatch.setattr(hoisting, "_DECISIONS", weakref.WeakKeyDictionary())
     decided: list[tuple[str, tuple]] = []
@@ -423,7 +423,7 @@ def test_a_value_hoisted_after_its_first_computation_in_the_trace_leaves_no_equa
     keeps dead equations, so they would be lowered and compiled for nothing."""
     import weakref
 
-    from stabledist import hoisting
+    from stabledist._src import hoisting
 
     monkeypatch.setattr(hoisting, "_DECISIONS", weakref.WeakKeyDictionary())
     cov = jnp.array([[2.0, 0.5, 0.1], [0.5, 1.0, 0.2], [0.1, 0.2, 1.5]])
@@ -442,7 +442,7 @@ def test_hoisting_decisions_from_the_trace_agree_with_abstract_traces_over_the_c
     the decision an abstract trace from the leaves alone gives."""
     import weakref
 
-    from stabledist import hoisting
+    from stabledist._src import hoisting
 
     compared = 0
     for example, build in BUILDERS:
@@ -480,7 +480,7 @@ def test_hoisting_decision_of_an_instance_with_cached_values_is_made_from_its_le
     hold; the result is numpyro's."""
     import weakref
 
-    from stabledist import hoisting
+    from stabledist._src import hoisting
 
     monkeypatch.setattr(hoisting, "_DECISIONS", weakref.WeakKeyDictionary())
     abstract: list[str] = []
@@ -519,7 +519,7 @@ def test_hoisting_decision_of_an_instance_with_cached_values_is_made_from_its_le
 def test_hoisting_program_falls_back_to_eager_for_unhashable_static_fields(monkeypatch):
     """A tree structure that cannot be a dict key (static fields without a hash) gets no
     shared program: the value is computed op by op, still cached and correct."""
-    from stabledist import hoisting
+    from stabledist._src import hoisting
 
     d = sd.SineBivariateVonMises(0.25, -1.0, 2.0, 3.0, correlation=0.8)
     real = hoisting.compute_hoisted
@@ -529,7 +529,7 @@ def test_hoisting_program_falls_back_to_eager_for_unhashable_static_fields(monke
             __hash__ = None
         return real(instance, name, compute, leaves, Unhashable(), known, seed)
 
-    monkeypatch.setattr("stabledist.cache.compute_hoisted", unhashable)
+    monkeypatch.setattr("stabledist._src.cache.compute_hoisted", unhashable)
     names = _compiles(lambda: jax.jit(d.log_prob)(jnp.zeros((3, 2))))
     assert "jit(hoisted_norm_const)" not in names, names
     want = nd.SineBivariateVonMises(0.25, -1.0, 2.0, 3.0, correlation=0.8).norm_const

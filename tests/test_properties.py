@@ -4,7 +4,7 @@ Every property of the registry (`stabledist.testing.PROPERTIES`) is a test here,
 parametrized over every public distribution class (ids are class names);
 `test_every_property_has_a_test` keeps the two in step. Instances come from
 `stabledist.testing.specs`: drawn from `arg_constraints` (generic), with per-class hints, or
-from the catalog for the classes listed in `stabledist.known_classes.CATALOG_ONLY`
+from the catalog for the classes listed in `stabledist.testing._hints.CATALOG_ONLY`
 (`draw_mode` says which). A failure prints the
 drawn distribution (class and parameters), the access plan where there is one, and what
 differed, after shrinking.
@@ -35,15 +35,38 @@ from helpers import CLASS_NAMES, nd
 from hypothesis import assume, given, seed, settings
 from hypothesis import strategies as st
 
-import stabledist as check_sd
-import stabledist.testing as check
-from stabledist.known_classes import PROPERTY_EXCLUSIONS as EXCLUSIONS
-from stabledist.known_classes import UPSTREAM_FAILURES
+import stabledist as sd
+from stabledist import testing
 from stabledist.testing import _process, _strategies, _transforms, catalog
 from stabledist.testing._compare import COVERAGE, COVERAGE_KEY, TRACED_METHODS
+from stabledist.testing._examples import NO_EXAMPLE
 from stabledist.testing._strategies import access_plans, specs, stacks
 
 THOROUGH = os.environ.get("STABLEDIST_HYPOTHESIS_PROFILE", "ci") == "thorough"
+EXCLUSIONS: dict[str, dict[str, str]] = {
+    "*": NO_EXAMPLE,
+}
+"""(property or "*") -> class -> reason: pairs the property suite collects as skipped tests
+carrying the reason (shown by -ra), never drops silently."""
+
+UPSTREAM_FAILURES: dict[str, dict[str, dict[str, str]]] = {
+    "shard_map": {
+        "Gompertz": {
+            "mean": "Gompertz.mean calls jax.scipy.special.expi, whose while_loop carry is "
+                    "not varying-manual-axes aware: inside shard_map JAX raises 'while_loop "
+                    "body function carry input and carry output must have equal types' for "
+                    "numpyro's own Gompertz too (the same JAX bug class as jax-ml/jax#31080, "
+                    "fixed there for random.gamma). The structure and every other read are "
+                    "still checked; test_upstream_failures_still_fail drops the entry's "
+                    "reason to exist when JAX fixes it",
+        },
+    },
+}
+"""(property) -> class -> method -> reason: reads that fail under the transformation for
+numpyro's own class (a JAX or numpyro bug, not a stabledist one). Only that read is left out;
+each entry is re-verified upstream by test_upstream_failures_still_fail
+(tests/test_properties.py)."""
+
 KEY = jax.random.PRNGKey(0)
 NDEV = jax.device_count()
 
@@ -168,7 +191,7 @@ def counted(request: pytest.FixtureRequest) -> object:
     request.node.user_properties.append((COVERAGE_KEY, events))
     prop = request.node.originalname.removeprefix("test_")
     name = getattr(request.node, "callspec", None) and request.node.callspec.params.get("name")
-    if prop in check.PROPERTIES and name and not _failed(request.node):
+    if prop in testing.PROPERTIES and name and not _failed(request.node):
         assert (prop, name) in events, f"{prop} ran no example to completion on {name}"
 
 
@@ -190,7 +213,7 @@ def test_access_plan(name: str, data: st.DataObject) -> None:
     with spec.x64_context():
         d, upstream = pair(spec)
         plan = data.draw(access_plans(d, sample_shapes=SAMPLE_SHAPES), label="access plan")
-        check.check_access_plan(d, plan, KEY, upstream)
+        testing.check_access_plan(d, plan, KEY, upstream)
 
 
 @pytest.mark.parametrize("name", classes("round_trip"))
@@ -200,7 +223,7 @@ def test_round_trip(name: str, data: st.DataObject) -> None:
     spec = data.draw(spec_of(name, EAGER_DTYPES), label="distribution")
     with spec.x64_context():
         d, upstream = pair(spec)
-        check.check_round_trip(d, KEY, upstream)
+        testing.check_round_trip(d, KEY, upstream)
 
 
 @pytest.mark.parametrize("name", classes("control_flow"))
@@ -209,7 +232,7 @@ def test_round_trip(name: str, data: st.DataObject) -> None:
 def test_control_flow(name: str, data: st.DataObject) -> None:
     spec = data.draw(spec_of(name), label="distribution")
     d, upstream = pair(spec)
-    check.check_control_flow(d, upstream=upstream)
+    testing.check_control_flow(d, upstream=upstream)
 
 
 @pytest.mark.parametrize("name", classes("jit"))
@@ -226,7 +249,7 @@ def test_jit(name: str, data: st.DataObject) -> None:
             continue
         with variant.x64_context():
             d, upstream = pair(variant)
-            check.check_jit(d, upstream=upstream)
+            testing.check_jit(d, upstream=upstream)
             if x64:
                 COVERAGE.record("jit[float64]", d)
 
@@ -237,7 +260,7 @@ def test_jit(name: str, data: st.DataObject) -> None:
 def test_vmap(name: str, data: st.DataObject) -> None:
     specs_ = data.draw(stack_of(name, 2), label="stacked distributions")
     ours, theirs = zip(*(pair(s) for s in specs_))
-    check.check_vmap(ours, KEY, traced=traced_reads("vmap", name), upstreams=theirs)
+    testing.check_vmap(ours, KEY, traced=traced_reads("vmap", name), upstreams=theirs)
 
 
 @pytest.mark.parametrize("name", classes("pmap"))
@@ -246,7 +269,7 @@ def test_vmap(name: str, data: st.DataObject) -> None:
 def test_pmap(name: str, data: st.DataObject) -> None:
     specs_ = data.draw(stack_of(name, NDEV), label="stacked distributions")
     ours, theirs = zip(*(pair(s) for s in specs_))
-    check.check_pmap(ours, KEY, traced=traced_reads("pmap", name), upstreams=theirs)
+    testing.check_pmap(ours, KEY, traced=traced_reads("pmap", name), upstreams=theirs)
 
 
 @pytest.mark.parametrize("name", classes("shard_map"))
@@ -255,7 +278,7 @@ def test_pmap(name: str, data: st.DataObject) -> None:
 def test_shard_map(name: str, data: st.DataObject) -> None:
     specs_ = data.draw(stack_of(name, NDEV), label="stacked distributions")
     ours, theirs = zip(*(pair(s) for s in specs_))
-    check.check_shard_map(ours, KEY, traced=traced_reads("shard_map", name), upstreams=theirs)
+    testing.check_shard_map(ours, KEY, traced=traced_reads("shard_map", name), upstreams=theirs)
 
 
 @pytest.mark.parametrize("name", classes("closure"))
@@ -264,7 +287,7 @@ def test_shard_map(name: str, data: st.DataObject) -> None:
 def test_closure(name: str, data: st.DataObject) -> None:
     spec = data.draw(spec_of(name), label="distribution")
     d, upstream = pair(spec)
-    check.check_closure(d, traced=traced_reads("closure", name), upstream=upstream)
+    testing.check_closure(d, traced=traced_reads("closure", name), upstream=upstream)
 
 
 @pytest.mark.parametrize("name", classes("upstream"))
@@ -274,7 +297,7 @@ def test_upstream(name: str, data: st.DataObject) -> None:
     spec = data.draw(spec_of(name, EAGER_DTYPES), label="distribution")
     with spec.x64_context():
         d, upstream = pair(spec)
-        check.check_upstream(d, upstream, KEY)
+        testing.check_upstream(d, upstream, KEY)
 
 
 @pytest.mark.parametrize("name", classes("hash_seed"))
@@ -282,7 +305,7 @@ def test_upstream(name: str, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_hash_seed(name: str, data: st.DataObject) -> None:
     spec = data.draw(spec_of(name), label="distribution")
-    check.check_hash_seed(pair(spec)[0], spec)
+    testing.check_hash_seed(pair(spec)[0], spec)
 
 
 @pytest.mark.parametrize("name", classes("release"))
@@ -291,7 +314,7 @@ def test_hash_seed(name: str, data: st.DataObject) -> None:
 def test_release(name: str, data: st.DataObject) -> None:
     spec = data.draw(spec_of(name), label="distribution")
     pair(spec)
-    check.check_release(spec.build, RELEASE_CYCLES)
+    testing.check_release(spec.build, RELEASE_CYCLES)
 
 
 @pytest.mark.parametrize("name", classes("threads"))
@@ -300,7 +323,7 @@ def test_release(name: str, data: st.DataObject) -> None:
 def test_threads(name: str, data: st.DataObject) -> None:
     spec = data.draw(spec_of(name), label="distribution")
     pair(spec)
-    check.check_threads(spec.build, n_threads=4, upstream=lambda: spec.build(nd))
+    testing.check_threads(spec.build, n_threads=4, upstream=lambda: spec.build(nd))
 
 
 @pytest.mark.parametrize("name", classes("hoisting"))
@@ -311,10 +334,10 @@ def test_hoisting(name: str, data: st.DataObject) -> None:
     shard_map give numpyro's eager values, bit for bit."""
     spec = data.draw(spec_of(name), label="distribution")
     pair(spec)
-    check.check_hoisting(spec.build, lambda: spec.build(nd))
+    testing.check_hoisting(spec.build, lambda: spec.build(nd))
 
 
-PARAMETRIZED = [n for n in CLASS_NAMES if check.parametrizations(getattr(check_sd, n))]
+PARAMETRIZED = [n for n in CLASS_NAMES if testing.parametrizations(getattr(sd, n))]
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in PARAMETRIZED])
@@ -324,13 +347,13 @@ def test_parametrizations(name: str, data: st.DataObject) -> None:
     spec = data.draw(specs(name, batch_shapes=BATCH_SHAPES, event_sizes=EVENT_SIZES),
                      label="distribution")
     d, _ = pair(spec)
-    check.check_parametrizations(d, None if spec.catalog_id else spec.kwargs())
+    testing.check_parametrizations(d, None if spec.catalog_id else spec.kwargs())
 
 
 def test_parametrized_classes_are_the_documented_ones() -> None:
     """The derivation (optional constrained keywords, less NOT_PARAMETRIZATIONS) finds exactly
     the classes known to have alternative constructors, with their keywords."""
-    assert {n: check.parametrizations(getattr(check_sd, n)) for n in PARAMETRIZED} == {
+    assert {n: testing.parametrizations(getattr(sd, n)) for n in PARAMETRIZED} == {
         "CirculantNormal": ("covariance_row", "covariance_rfft"),
         "GaussianCopula": ("correlation_matrix", "correlation_cholesky"),
         "GaussianCopulaBeta": ("correlation_matrix", "correlation_cholesky"),
@@ -351,19 +374,19 @@ def test_tree_map(name: str, data: st.DataObject) -> None:
     same leaves."""
     spec = data.draw(spec_of(name, EAGER_DTYPES), label="distribution")
     with spec.x64_context():
-        check.check_tree_map(*pair(spec))
+        testing.check_tree_map(*pair(spec))
 
 
 def test_every_property_has_a_test() -> None:
     """A property added to the registry without a test here would never run in CI."""
-    missing = [p for p in check.PROPERTIES if f"test_{p}" not in globals()]
+    missing = [p for p in testing.PROPERTIES if f"test_{p}" not in globals()]
     assert not missing, f"properties without a test in {__file__}: {missing}"
-    assert len(check.PROPERTIES) >= 15
+    assert len(testing.PROPERTIES) >= 15
 
 
 def _upstream_shard_map_read(d: object, method: str) -> object:
     ds = [d] * NDEV
-    return _transforms._shard_map_fn(NDEV)(check.stack(ds), check.stack([0.0] * NDEV), (),
+    return _transforms._shard_map_fn(NDEV)(testing.stack(ds), testing.stack([0.0] * NDEV), (),
                                            (method,))
 
 

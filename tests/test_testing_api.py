@@ -24,7 +24,6 @@ from numpyro.distributions.util import lazy_property, promote_shapes
 
 import stabledist
 from stabledist import testing
-from stabledist.known_classes import CATALOG_ONLY
 from stabledist.testing import (
     StabilityError,
     _compare,
@@ -33,6 +32,7 @@ from stabledist.testing import (
     check_stable,
 )
 from stabledist.testing._compare import COVERAGE
+from stabledist.testing._hints import CATALOG_ONLY
 
 # ---------------------------------------------------------------------------------------------
 # A user's distribution (module level, so that the hash-seed workers can import it).

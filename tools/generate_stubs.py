@@ -31,7 +31,7 @@ import numpyro
 import numpyro.distributions as nd
 
 import stabledist
-from stabledist.fork import Distribution
+from stabledist._src.fork import Distribution
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "stabledist"
@@ -82,13 +82,13 @@ def submodule_stub(sub: str) -> str:
     for name in own:
         value = getattr(module, name)
         if value is Distribution:
-            imports.append("from stabledist.fork import Distribution as Distribution")
+            imports.append("from stabledist._src.fork import Distribution as Distribution")
         elif inspect.isclass(value):
             body.append(f"class {name}(Distribution, _upstream.{name}, metaclass={META}): ...")
         else:  # a factory: numpyro's signature
             body.append(f"{name} = _upstream.{name}")
     if not any("Distribution as Distribution" in line for line in imports):
-        imports.append("from stabledist.fork import Distribution")
+        imports.append("from stabledist._src.fork import Distribution")
     lines += imports
     lines += ["", *body]
     lines += _all_lines(own)
@@ -112,7 +112,7 @@ def package_stub(submodules: list[str]) -> str:
         names = ", ".join(f"{n} as {n}" for n in sorted(grouped[source]))
         lines.append(f"from {source} import {names}")
     lazy = ["handlers", "testing"]
-    for sub in sorted({*submodules, *lazy, "cache", "fork", "pytree"} - set(stabledist.__all__)):
+    for sub in sorted({*submodules, *lazy} - set(stabledist.__all__)):
         lines.append(f"from stabledist import {sub} as {sub}")
     lines += ["", "__version__: str"]
     lines += _all_lines(list(stabledist.__all__))
@@ -143,7 +143,7 @@ def meta_stub() -> str:
         _header(),
         "from typing import Any, TypeVar",
         "",
-        "from stabledist.fork import StableMeta",
+        "from stabledist._src.fork import StableMeta",
         "",
         '_T = TypeVar("_T")',
         "",

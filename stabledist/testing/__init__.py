@@ -19,8 +19,8 @@ use. The modules behind these names are private: `_compare` (describing and comp
 `_constraints` (constraint values), `_spec` / `_strategies` (drawing), `_plans` (access
 plans), `_transforms` (the transformation checks), `_upstream` (comparisons with numpyro),
 `_process` (hash seeds, release, threads), `_registry` (`PROPERTIES`) and `_stable`
-(`check_stable`). The per-class facts they use (catalog examples, strategy hints,
-exclusions) are data in `stabledist.known_classes`.
+(`check_stable`). The per-class facts they use are data: catalog examples in `_examples`,
+strategy hints in `_hints`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ import numpy as np
 import numpyro.distributions as nd
 from numpyro.distributions import constraints as C  # noqa: N812 - constraint namespace
 
-from stabledist.introspect import lazy_names, upstream_class
+from stabledist._src.fork import upstream_class
+from stabledist._src.introspect import lazy_names
 
 __all__ = ["Outcome", "StabilityError", "attempt", "describe", "destabilize", "same_outcome",
            "stack", "valid_value"]

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpyro.distributions as nd
 
 import stabledist
-from stabledist.introspect import lazy_names
+from stabledist._src.introspect import lazy_names
 from stabledist.testing._compare import (
     COVERAGE,
     UNSUPPORTED,

@@ -30,8 +30,8 @@ from typing import Any
 import jax
 
 import stabledist
-from stabledist.cache import CACHE
-from stabledist.introspect import class_attribute, lazy_names
+from stabledist._src.cache import CACHE
+from stabledist._src.introspect import class_attribute, lazy_names
 from stabledist.testing._compare import (
     COVERAGE,
     Outcome,

@@ -20,7 +20,7 @@ import numpy as np
 import numpyro.distributions as nd
 
 import stabledist
-from stabledist.introspect import upstream_class
+from stabledist._src.fork import upstream_class
 from stabledist.testing import catalog
 
 __all__ = ["ARG_KINDS", "ArgStyle", "DistSpec", "Raw", "user_value"]

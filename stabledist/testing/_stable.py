@@ -3,6 +3,7 @@ hypothesis drawing examples and access plans."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -114,8 +115,8 @@ def check_stable(
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
         @given(factory, st.data())
         def each(drawn: Any, data: Any) -> None:
-            context = drawn.x64_context() if isinstance(drawn, DistSpec) else _null()
-            with context:
+            spec = isinstance(drawn, DistSpec)
+            with drawn.x64_context() if spec else contextlib.nullcontext():
                 x = example(drawn, data)
                 why = PROPERTIES[name].applies(type(x.d))
                 if why:
@@ -163,12 +164,3 @@ def check_stable(
 
 class _NotApplicable(Exception):  # noqa: N818 - internal control flow, not an error
     """A property that does not apply to any drawn example's class."""
-
-
-class _null:  # noqa: N801 - a no-op context manager
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-

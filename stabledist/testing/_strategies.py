@@ -8,10 +8,10 @@ How a class's arguments are drawn (`draw_mode`):
   entry gets a value from `constraint_values` (`biject_to` of a moderate unconstrained draw);
   several optional (`None`-default) constrained parameters are alternative parametrizations,
   of which exactly one is drawn. Works for users' classes too.
-- `hinted`: `stabledist.known_classes.HINTS` says how parameters depend on each other or on
+- `hinted`: `stabledist.testing._hints.HINTS` says how parameters depend on each other or on
   arguments that have no constraint.
 - `catalog`: a fixed-structure example from `stabledist.testing.catalog`, for the classes in
-  `stabledist.known_classes.CATALOG_ONLY` (arguments that are functions, transforms or lists
+  `stabledist.testing._hints.CATALOG_ONLY` (arguments that are functions, transforms or lists
   of distributions).
 """
 
@@ -29,10 +29,10 @@ from hypothesis import strategies as st
 from numpyro.distributions import constraints as C  # noqa: N812 - constraint namespace
 
 import stabledist
-from stabledist.introspect import lazy_names
-from stabledist.known_classes import CATALOG_ONLY, HINTS
+from stabledist._src.introspect import lazy_names
 from stabledist.testing import catalog
 from stabledist.testing._constraints import constrained_value
+from stabledist.testing._hints import CATALOG_ONLY, HINTS
 from stabledist.testing._plans import AccessPlan, Step
 from stabledist.testing._spec import ARG_KINDS, ArgStyle, DistSpec, Raw
 

@@ -32,10 +32,10 @@ import numpy as np
 from jax.core import Tracer
 from jax.sharding import PartitionSpec
 
-from stabledist.cache import CACHE
-from stabledist.hoisting import hoisting_mode
-from stabledist.introspect import class_attribute, upstream_class
-from stabledist.known_classes import NOT_PARAMETRIZATIONS
+from stabledist._src.cache import CACHE
+from stabledist._src.fork import upstream_class
+from stabledist._src.hoisting import hoisting_mode
+from stabledist._src.introspect import class_attribute
 from stabledist.testing._compare import (
     COMPILER_OPTIONS,
     COVERAGE,
@@ -73,6 +73,20 @@ __all__ = [
     "check_vmap",
     "parametrizations",
 ]
+
+NOT_PARAMETRIZATIONS: dict[str, dict[str, str]] = {
+    "GaussianStateSpace": {
+        "initial_value": "optional data (the state at time 0), not an alternative to the "
+                         "covariance parametrizations",
+    },
+}
+"""Optional (``None``-default) constrained constructor keywords that are NOT alternative
+parametrizations. Every other such keyword is one (MultivariateNormal covariance_matrix /
+precision_matrix / scale_tril, the Wisharts' scale_matrix / rate_matrix / scale_tril,
+CirculantNormal covariance_row / covariance_rfft, GaussianCopula correlation_matrix /
+correlation_cholesky). The factories (Categorical(probs= | logits=), ...) build different
+classes per keyword, so they have no common tree structure to check."""
+
 
 
 def check_round_trip(d: Any, key: jax.Array | None = None, upstream: Any | None = None) -> None:
@@ -456,7 +470,7 @@ def check_hoisting(make: Callable[[], Any], upstream: Callable[[], Any] | None =
     ``transforms`` gives numpyro's values: bit for bit numpyro's *eager* value for every
     value it cached under ``grad``/``vmap`` (computed eagerly, as numpyro does), numpyro's
     eager value up to compiled-kernel rounding for a value a staging transformation hoisted
-    with a compiled program (`stabledist.hoisting`; on an accelerator short values are
+    with a compiled program (`stabledist._src.hoisting`; on an accelerator short values are
     hoisted op by op: bit for bit), and,
     inside ``jit``, numpyro's value read inside ``jit`` for every other one (computed in the
     trace, the same program as numpyro's; under the other transformations those are
@@ -508,7 +522,7 @@ def check_hoisting(make: Callable[[], Any], upstream: Callable[[], Any] | None =
 def parametrizations(cls: type) -> tuple[str, ...]:
     """The constructor keywords of ``cls`` that are alternative parametrizations: optional
     (``None`` default) parameters with an ``arg_constraints`` entry, less the ones
-    `stabledist.known_classes.NOT_PARAMETRIZATIONS` lists (optional, but not an alternative).
+    `NOT_PARAMETRIZATIONS` lists (optional, but not an alternative).
     Empty when there are fewer than two."""
     base = upstream_class(cls)
     constraints = getattr(base, "arg_constraints", {})

@@ -12,8 +12,8 @@ Examples use fixed float32 parameters (no randomness), small event sizes (2-4) a
 batch shapes ``()``, ``(2,)`` and ``(3,)``.  Every class that accepts ``validate_args`` is
 built with ``validate_args=True`` so the parameters are checked against ``arg_constraints``.
 
-The examples themselves are data in `stabledist.known_classes` (with every other fact about
-individual numpyro classes); this module serves them. ``tests/test_testing_api.py`` checks the
+The examples themselves are data in `stabledist.testing._examples`; this module serves
+them. ``tests/test_testing_api.py`` checks the
 catalog against the installed numpyro.
 """
 
@@ -29,8 +29,8 @@ import jax.numpy as jnp
 import numpyro.distributions
 from numpyro.distributions import Distribution
 
-from stabledist.known_classes import EXAMPLES, LOG_PROB_VALUES, NOTES, VARIANTS, Builder
-from stabledist.known_classes import NO_EXAMPLE as EXCLUDED
+from stabledist.testing._examples import EXAMPLES, LOG_PROB_VALUES, NOTES, VARIANTS, Builder
+from stabledist.testing._examples import NO_EXAMPLE as EXCLUDED
 
 __all__ = [
     "EXAMPLES",

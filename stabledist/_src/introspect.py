@@ -23,7 +23,6 @@ __all__ = [
     "is_numpyro_class",
     "lazy_names",
     "public_names",
-    "upstream_class",
 ]
 
 NOT_FACTORIES = frozenset({"biject_to", "kl_divergence"})
@@ -52,20 +51,6 @@ def is_numpyro_class(cls: type) -> bool:
     return isinstance(cls, type) and cls.__module__.startswith("numpyro.distributions")
 
 
-def upstream_class(cls: type) -> type:
-    """The class a stable class mirrors (numpyro's or a user's); ``cls`` if it is not stable."""
-    from stabledist.fork import Distribution
-
-    if not issubclass(cls, Distribution):
-        return cls
-    for base in cls.__mro__:
-        if (
-            issubclass(base, _NumpyroDistribution)
-            and not issubclass(base, Distribution)
-            and base.__module__ != "stabledist.fork"  # the fork's own registration guard
-        ):
-            return base
-    raise TypeError(f"{cls!r} mirrors no class")  # pragma: no cover - mirrors have a base
 
 
 def is_factory_name(name: str, module: types.ModuleType = _nd) -> bool:

@@ -13,7 +13,7 @@ weak reference, so:
   ``vmap`` is computed eagerly and cached, as numpyro does; first read inside ``jit`` (or
   ``scan``, ``pmap``, ...) it is either *hoisted* - computed once (by a compiled program
   shared per class and shape), cached, entering the trace as a constant - when it does more
-  than elementwise work (`stabledist.hoisting`), or
+  than elementwise work (`stabledist._src.hoisting`), or
   computed in the trace exactly as numpyro does;
   a value computed from tracers is returned without being cached, so no tracer outlives its
   trace;
@@ -41,7 +41,7 @@ import numpy as np
 from jax.core import Tracer
 from numpyro.distributions.util import lazy_property as _numpyro_lazy_property
 
-from stabledist.hoisting import (
+from stabledist._src.hoisting import (
     compute_hoisted,
     decide_recorded,
     hoisting_mode,
@@ -156,7 +156,7 @@ class LazyValueCache:
         Eagerly: computed and cached. Under a trace, with concrete leaves: under ``grad`` or
         ``vmap`` alone computed eagerly and cached, as numpyro does; under a staging trace
         (``jit``, ``scan``, ...) computed once and cached (hoisted) as
-        `stabledist.hoisting.hoisting_mode` says, or computed in the trace as numpyro
+        `stabledist._src.hoisting.hoisting_mode` says, or computed in the trace as numpyro
         does. With traced leaves: computed in the trace, not cached.
         """
         if table is None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from numpyro.distributions import distribution as _numpyro_distribution
 
-from stabledist.fork import Distribution, stable_class
+from stabledist._src.fork import Distribution, stable_class
 
 __all__ = ["stable_internals", "stable_internals_enabled", "use_stable_internals"]
 

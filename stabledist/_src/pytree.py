@@ -7,7 +7,7 @@ first, then each class's ``pytree_data_fields`` or ``arg_constraints`` in the or
 flatten/unflatten are generated for that table (straight-line code, as dataclasses generates
 ``__init__``), with general closures for unusual instances. Leaves are exactly numpyro's
 declared data fields, the parametrization: lazy values, including alternative
-parametrizations a constructor received (``covariance_matrix=``), live in `stabledist.cache`,
+parametrizations a constructor received (``covariance_matrix=``), live in `stabledist._src.cache`,
 so one class has one tree structure whatever it was built from or has been read.
 
 Per-class state lives in a registry keyed (weakly) by class, not in attributes of the class.
@@ -35,7 +35,7 @@ __all__ = ["ClassPytree", "FieldTable", "StaticValue", "field_table", "pytree_of
 _BASE_AUX = ("_batch_shape", "_event_shape")
 _VALIDATE = "_validate_args"
 
-StaticTest = Callable[[Any, Any], bool]
+StaticPredicate = Callable[[Any, Any], bool]
 """``(instance, value) -> True`` when a hybrid field's value is static (goes to aux data)."""
 
 
@@ -51,7 +51,7 @@ class FieldTable:
 
     data: tuple[str, ...]
     aux: tuple[str, ...]
-    hybrid: Mapping[str, StaticTest] = field(default_factory=dict)
+    hybrid: Mapping[str, StaticPredicate] = field(default_factory=dict)
     array_fields: frozenset[str] = frozenset()
     # aux names whose value may be a list: frozen to a tuple in aux data (which must be
     # hashable) and thawed back to a list by unflatten
@@ -60,7 +60,7 @@ class FieldTable:
 
 def field_table(
     cls: type,
-    hybrid: Mapping[str, StaticTest] | None = None,
+    hybrid: Mapping[str, StaticPredicate] | None = None,
     extra_data: Sequence[str] = (),
     extra_aux: Sequence[str] = (),
     list_aux: Sequence[str] = (),
@@ -284,7 +284,7 @@ def _generate(
     unpack_leaves = "".join(f"{v}, " for v in leaves)
     unpack_statics = "".join(f"{v}, " for v in statics)
     lines = [
-        f"# stabledist.pytree: generated for {cls.__module__}.{cls.__qualname__}",
+        f"# stabledist._src.pytree: generated for {cls.__module__}.{cls.__qualname__}",
         "def flatten(d):",
         "    s = d.__dict__",
         "    try:",
@@ -307,7 +307,7 @@ def _generate(
         "    return d",
     ]
     source = "\n".join(lines) + "\n"
-    filename = f"<stabledist.pytree {cls.__module__}.{cls.__qualname__}>"
+    filename = f"<stabledist._src.pytree {cls.__module__}.{cls.__qualname__}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, Any] = {
         "new": cls.__new__, "cls": cls,
@@ -386,7 +386,7 @@ def _static(value: Any) -> Any:
 
 
 def _split_hybrid(
-    d: Any, children: tuple[Any, ...], hybrid_at: tuple[tuple[int, str, StaticTest], ...]
+    d: Any, children: tuple[Any, ...], hybrid_at: tuple[tuple[int, str, StaticPredicate], ...]
 ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     leaves = list(children)
     statics = []
