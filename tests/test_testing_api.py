@@ -355,6 +355,32 @@ def test_check_stable_rejects_unknown_properties() -> None:
         check_stable(make_shifted, properties=["jit", "nonsense"])
 
 
+def test_check_stable_takes_a_factory_not_an_instance() -> None:
+    with pytest.raises(TypeError, match=r"takes a factory, not an instance: pass "
+                                        r"`lambda: Normal\(\.\.\.\)`"):
+        check_stable(stabledist.Normal(0.3, 1.1))
+    with pytest.raises(TypeError, match="zero-argument factory or a hypothesis strategy"):
+        check_stable(3.0)
+
+
+def test_check_stable_compares_python_float_parameters_as_jax_holds_them() -> None:
+    """``0.3`` comes back from ``jit`` as ``float32(0.3)``: not a failure."""
+    report = check_stable(lambda: stabledist.Normal(0.3, 1.1),
+                          properties=["jit", "vmap", "control_flow", "round_trip"])
+    assert set(report.passed) == {"jit", "vmap", "control_flow", "round_trip"}
+
+
+def test_failure_names_the_value_and_the_difference() -> None:
+    with pytest.raises(StabilityError) as info:
+        testing.check_upstream(OffByOne(jnp.zeros(2), jnp.ones(2)),
+                               nd.Normal(jnp.zeros(2), jnp.ones(2)), jax.random.PRNGKey(0))
+    message = str(info.value)
+    assert "variance differs (largest difference 1)" in message
+    assert len(message.splitlines()) <= 30
+    assert type(info.value).__module__ == "stabledist.testing"
+    assert testing.StabilityReport.__module__ == "stabledist.testing"
+
+
 def test_coverage_counts_classes() -> None:
     cov = _compare.Coverage()
     cov.record("jit", "A")

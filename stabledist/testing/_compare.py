@@ -41,6 +41,9 @@ class StabilityError(AssertionError):
     """A stability property does not hold for a distribution."""
 
 
+StabilityError.__module__ = "stabledist.testing"  # where users import it from
+
+
 # ---------------------------------------------------------------------------------------------
 # Outcomes: numpyro's decides.
 # ---------------------------------------------------------------------------------------------
@@ -246,10 +249,13 @@ def _assert_close(what: str, d: Any, label: str, got: Any, want: Any, exact: boo
     g, w = _array_leaves(got), _array_leaves(want)
     if len(g) != len(w):
         raise _fail(what, d, f"{label}: {len(g)} leaves, expected {len(w)}")
-    for a, b in zip(g, w):
+    paths = [jax.tree_util.keystr(p) for p, x in jax.tree_util.tree_flatten_with_path(want)[0]
+             if isinstance(x, jax.Array | np.ndarray | np.generic | float | int)]
+    for a, b, path in zip(g, w, paths):
         a, b = canonical(a), canonical(b)
+        where = f"{label}{path}" if path else label
         if a.shape != b.shape:
-            raise _fail(what, d, f"{label}: shape {a.shape}, expected {b.shape}")
+            raise _fail(what, d, f"{where}: shape {a.shape}, expected {b.shape}")
         if exact or not np.issubdtype(b.dtype, np.inexact):
             ok = np.array_equal(a, b, equal_nan=True)
         else:
@@ -257,7 +263,20 @@ def _assert_close(what: str, d: Any, label: str, got: Any, want: Any, exact: boo
             tol = 1e-9 if b.dtype == np.float64 and _all_float64(d) else RTOL
             ok = np.allclose(a, b, rtol=tol, atol=ATOL, equal_nan=True)
         if not ok:
-            raise _fail(what, d, f"{label} differs:\n    got      {a!r}\n    expected {b!r}")
+            raise _fail(what, d, f"{where} differs{_by_how_much(a, b)}:\n    got      {a!r}\n"
+                                 f"    expected {b!r}")
+
+
+def _by_how_much(a: np.ndarray, b: np.ndarray) -> str:
+    """`` (largest difference ...)`` for numbers, empty otherwise."""
+    if not (np.issubdtype(a.dtype, np.number) and np.issubdtype(b.dtype, np.number)):
+        return ""
+    with np.errstate(all="ignore"):
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        if not np.isfinite(diff).any():
+            return ""
+        worst = float(np.nanmax(np.where(np.isfinite(diff), diff, np.nan)))
+    return f" (largest difference {worst:.3g})" if worst else ""
 
 
 def _assert_same_leaves(what: str, d: Any, other: Any, label: str) -> None:

@@ -36,6 +36,9 @@ class StabilityReport:
         return "stability report\n" + "\n".join(lines)
 
 
+StabilityReport.__module__ = "stabledist.testing"  # where users import it from
+
+
 def check_stable(
     factory: Any,
     *,
@@ -71,6 +74,13 @@ def check_stable(
     unknown = sorted(set(props) - set(PROPERTIES))
     if unknown:
         raise ValueError(f"unknown properties {unknown}; choose from {tuple(PROPERTIES)}")
+    if isinstance(factory, nd.Distribution):
+        raise TypeError(f"check_stable takes a factory, not an instance: pass "
+                        f"`lambda: {type(factory).__name__}(...)` (a new instance per call) or "
+                        "a hypothesis strategy")
+    if not (callable(factory) or isinstance(factory, st.SearchStrategy)):
+        raise TypeError(f"check_stable takes a zero-argument factory or a hypothesis "
+                        f"strategy, got {type(factory).__name__}")
     key = jax.random.PRNGKey(0) if key is None else key
     report = StabilityReport()
     failures: list[str] = []
