@@ -2,10 +2,9 @@
 
 ``import stabledist as dist`` replaces ``import numpyro.distributions as dist``. Every class is
 a subclass of the numpyro class of the same name (same constructor, same numbers), but lazy
-values live in an external weak-key cache (`stabledist._src.cache`) and pytrees have a fixed,
-key-path field layout (`stabledist._src.pytree`). The list of classes and factory functions is
-derived from the installed numpyro (`stabledist._src.fork`); import fails loudly if a new
-numpyro class cannot be covered.
+values live in an external weak-key cache and pytrees have a fixed, key-path field layout.
+The list of classes and factory functions is derived from the installed numpyro; import fails
+loudly if a new numpyro class cannot be covered.
 """
 
 from __future__ import annotations

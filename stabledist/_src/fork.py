@@ -339,9 +339,11 @@ def is_stable(d: object) -> bool:
 
 
 def stabilize(value: Any) -> Any:
-    """A stable version of ``value``: stable distributions and non-distributions unchanged,
-    a numpyro distribution copied (same state) into its stable class, lists and tuples of
-    distributions stabilized element-wise."""
+    """Return a stable version of ``value``: a distribution, or a list or tuple of them.
+
+    Stable distributions and non-distributions come back unchanged, a numpyro distribution
+    copied (same state) into its stable class, lists and tuples of distributions stabilized
+    element-wise."""
     if isinstance(value, _NumpyroDistribution):
         if isinstance(value, Distribution):
             return value

@@ -56,8 +56,10 @@ def stable_internals_enabled() -> bool:
 
 @contextlib.contextmanager
 def stable_internals(enabled: bool = True) -> Iterator[None]:
-    """Within the block, numpyro's own code builds stable distributions (``enabled=False``:
-    numpyro's own, even where the process-wide switch is on).
+    """Make numpyro's own code build stable distributions within the block.
+
+    With ``enabled=False``, numpyro's own code builds numpyro's classes within the block, even
+    where the process-wide switch (`use_stable_internals`) is on.
 
     ```python
     import stabledist
@@ -76,8 +78,9 @@ def stable_internals(enabled: bool = True) -> Iterator[None]:
 
 
 def use_stable_internals(enabled: bool = True) -> None:
-    """Turn the switch on (or off) for the whole process, every thread; a
-    `stable_internals` block still decides inside it."""
+    """Turn stable internals on (or off) for the whole process, every thread.
+
+    A `stable_internals` block still decides inside it."""
     global _process_wide
     _install()
     _process_wide = enabled

@@ -391,8 +391,10 @@ def _stack_leaves(*xs: Any) -> jax.Array:
 
 
 def destabilize(value: Any) -> Any:
-    """The upstream (numpyro or user) twin of a stable distribution: same ``__dict__``, its
-    upstream class, nested distributions converted too. Other values unchanged."""
+    """Return the upstream (numpyro or user) twin of a stable distribution.
+
+    Same ``__dict__``, its upstream class, nested distributions converted too. Other values
+    come back unchanged."""
     if isinstance(value, nd.Distribution):
         cls = upstream_class(type(value))
         twin = cast(Any, cls).__new__(cls)

@@ -66,8 +66,10 @@ class AccessPlan:
 
     def run(self, d: Any, key: jax.Array | None = None,
             tolerate_errors: bool = True) -> list[tuple[Step, str]]:
-        """Run every step on ``d``; return ``(step, outcome)`` with outcome ``ok``,
-        ``unsupported: <Error>`` or (with ``tolerate_errors``) ``error: <Error>``.
+        """Run every step on ``d`` and return each step with its outcome.
+
+        Returns ``(step, outcome)`` pairs with outcome ``ok``, ``unsupported: <Error>`` or
+        (with ``tolerate_errors``) ``error: <Error>``.
 
         Errors are tolerated by default because numpyro itself raises for some parameter
         combinations (`check_access_plan` checks that stabledist raises exactly where
@@ -88,9 +90,10 @@ class AccessPlan:
 
     def results(self, d: Any, key: jax.Array | None = None,
                 value: Any = None) -> list[tuple[Step, Outcome]]:
-        """Run every step on ``d``: what each returned or raised. ``log_prob`` and ``cdf``
-        are evaluated at ``value`` (default: a point of ``d``'s support, passed as a user
-        writes it: a Python number or a NumPy array)."""
+        """Run every step on ``d`` and return what each returned or raised.
+
+        ``log_prob`` and ``cdf`` are evaluated at ``value`` (default: a point of ``d``'s
+        support, passed as a user writes it: a Python number or a NumPy array)."""
         key = jax.random.PRNGKey(0) if key is None else key
         results: list[tuple[Step, Outcome]] = []
         for i, step in enumerate(self.steps):
@@ -163,8 +166,9 @@ def _checked_derived(d: Any, derived: Any) -> Any:
 
 
 def full_plan(d: Any) -> AccessPlan:
-    """Every lazy property of ``d``, then every method once: the deterministic plan that
-    :func:`~stabledist.testing.check.check_stable` runs before random ones."""
+    """Return the deterministic access plan that `check_stable` runs before random ones.
+
+    Every lazy property of ``d``, then every method once."""
     steps = [Step("lazy", n) for n in lazy_names(d)]
     steps += [Step("mean"), Step("variance"), Step("entropy"), Step("log_prob"), Step("cdf"),
               Step("sample", ()), Step("icdf", 0.5), Step("enumerate_support", True),
@@ -175,7 +179,9 @@ def full_plan(d: Any) -> AccessPlan:
 
 def check_access_plan(d: Any, plan: AccessPlan, key: jax.Array | None = None,
                       upstream: Any | None = None) -> None:
-    """Structure, leaf shapes/dtypes and ``vars()`` (recursively) unchanged by ``plan``, and
+    """Check that ``plan`` changes nothing in ``d`` and that every step gives numpyro's result.
+
+    Structure, leaf shapes/dtypes and ``vars()`` (recursively) unchanged by ``plan``, and
     every step gives what it gives on numpyro's instance ``upstream`` (default: ``d``'s
     numpyro twin): the same values bit for bit, or the same exception type."""
     upstream = destabilize(d) if upstream is None else upstream

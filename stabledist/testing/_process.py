@@ -172,10 +172,12 @@ def _transportable(subject: Any, d: Any) -> tuple[str, Any] | None:
 
 
 def check_hash_seed(d: Any, subject: Any = None, seeds: Sequence[int] = HASH_SEEDS) -> None:
-    """Leaf order (key paths, shapes, dtypes) and tree structure of ``d`` are the same in
+    """Check that ``d``'s tree is the same in processes with different ``PYTHONHASHSEED``.
+
+    Leaf order (key paths, shapes, dtypes) and tree structure of ``d`` are the same in
     processes started with each of ``seeds`` as ``PYTHONHASHSEED``.
 
-    ``subject`` is how the workers get the distribution: a :class:`DistSpec` or a factory
+    ``subject`` is how the workers get the distribution: a `DistSpec` or a factory
     importable by reference (then the worker constructs it) or, by default, ``d`` pickled.
     """
     sent = _transportable(subject, d)
@@ -309,7 +311,9 @@ def _stub_computations(cls: type, values: dict[str, Any]) -> list[tuple[Any, Any
 
 def check_threads(factory: Callable[[], Any], n_threads: int = 4,
                   upstream: Callable[[], Any] | None = None) -> None:
-    """``n_threads`` threads read every lazy property of one fresh shared instance, in
+    """Check that threads reading one shared instance's lazy values agree with numpyro.
+
+    ``n_threads`` threads read every lazy property of one fresh shared instance, in
     different orders, at the same time: all see identical values (the very same objects for
     cached ones), numpyro's (``upstream()``: numpyro's instance; default the twin of a
     ``factory()``) bit for bit, and each value is computed at most once."""

@@ -87,9 +87,9 @@ class DistSpec:
     """A distribution class and constructor arguments, as plain data.
 
     ``name`` is a public ``numpyro.distributions`` name (built from whichever module
-    :meth:`build` is given) unless ``cls`` is set (a user's class). ``catalog_id`` names a
+    `build` is given) unless ``cls`` is set (a user's class). ``catalog_id`` names a
     catalog builder instead of ``args``. Float leaves are float64 when ``x64`` is true: build
-    and use such a spec inside :meth:`x64_context`.
+    and use such a spec inside `x64_context`.
     """
 
     name: str
@@ -102,7 +102,7 @@ class DistSpec:
     """How the arguments are passed (``None``: ``jnp`` arrays, ``validate_args`` as given)."""
 
     def build(self, module: types.ModuleType | None = None) -> nd.Distribution:
-        """The instance, from ``module`` (default :mod:`stabledist`)."""
+        """The instance, from ``module`` (default `stabledist`)."""
         module = stabledist if module is None else module
         with self.x64_context():
             if self.catalog_id is not None:
@@ -114,7 +114,9 @@ class DistSpec:
             return self.target(module)(**self.kwargs(module))
 
     def build_pair(self) -> tuple[Any, Any] | None:
-        """``(stabledist instance, numpyro instance)``, or ``None`` where numpyro's constructor
+        """Build the stabledist and the numpyro instance of this spec, to compare them.
+
+        ``(stabledist instance, numpyro instance)``, or ``None`` where numpyro's constructor
         raises for these arguments and stabledist's raises the same exception type (then
         there is nothing to compare: hypothesis should draw another example); a
         `StabilityError` where only one of them raises."""
@@ -130,8 +132,9 @@ class DistSpec:
         raise StabilityError(f"[construction] {self!r}: {', '.join(detail)}")
 
     def kwargs(self, module: types.ModuleType | None = None) -> dict[str, Any]:
-        """The constructor arguments, nested specs built from ``module`` (call it inside
-        `x64_context` for a float64 spec)."""
+        """The constructor arguments, nested specs built from ``module``.
+
+        Call it inside `x64_context` for a float64 spec."""
         module = stabledist if module is None else module
         counter = iter(range(1 << 30))
         out = {k: _materialize(v, module, self.style, counter) for k, v in self.args}
@@ -143,7 +146,7 @@ class DistSpec:
         return out
 
     def target(self, module: types.ModuleType | None = None) -> Callable[..., Any]:
-        """The class (or factory) that :meth:`build` calls."""
+        """The class (or factory) that `build` calls."""
         module = stabledist if module is None else module
         if self.cls is None:
             return getattr(module, self.name)

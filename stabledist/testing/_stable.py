@@ -24,8 +24,10 @@ __all__ = ["StabilityReport", "check_stable"]
 
 @dataclass
 class StabilityReport:
-    """What `check_stable` ran: property -> number of examples it passed on, and the
-    properties it did not run, with the reason."""
+    """What `check_stable` ran, returned when every property passed.
+
+    ``passed``: property -> number of examples it passed on; ``skipped``: the properties it
+    did not run, with the reason."""
 
     passed: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
@@ -49,8 +51,10 @@ def check_stable(
     plan_steps: int = 12,
     key: jax.Array | None = None,
 ) -> StabilityReport:
-    """Run the stability properties on a distribution; raise `StabilityError` (an
-    `AssertionError`) with every failing property's message, or return a `StabilityReport`.
+    """Run the stability properties on a distribution and report what it passed.
+
+    Raises `StabilityError` (an `AssertionError`) with every failing property's message, or
+    returns a `StabilityReport`.
 
     Args:
         factory: what to test. Either a zero-argument callable returning a new instance

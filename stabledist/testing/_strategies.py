@@ -231,13 +231,13 @@ def specs(
     validate_args: bool | None = None,
     styles: Any = ARG_STYLES,
 ) -> Any:
-    """Strategy of :class:`DistSpec` for ``cls`` (a class, or a public name).
+    """Strategy of `DistSpec` for ``cls`` (a class, or a public name).
 
     ``params`` overrides how individual constructor arguments are drawn: a value, a
     hypothesis strategy, or a callable ``(DrawContext) -> value`` (use it for a user's
     class whose arguments are not described by ``arg_constraints``). ``dtypes`` may include
     ``np.float64``: such specs must be built and used under ``jax.enable_x64(True)`` (see
-    :meth:`DistSpec.x64_context`). ``styles`` draws how the arguments are passed (`ArgStyle`:
+    `DistSpec.x64_context`). ``styles`` draws how the arguments are passed (`ArgStyle`:
     Python numbers, NumPy scalars and arrays, ``jnp`` arrays; ``validate_args`` passed or
     not); ``validate_args`` (``True``/``False``) overrides the style's.
     """
@@ -247,8 +247,10 @@ def specs(
 
 
 def stacks(cls: type | str, n: int, **kwargs: Any) -> Any:
-    """Strategy of ``n`` specs with one structure (same tree, same leaf shapes and statics)
-    and independently drawn values: the structural choices of the first are replayed."""
+    """Strategy of lists of ``n`` `DistSpec`s with one structure and independent values.
+
+    Same tree, same leaf shapes and statics, independently drawn values: the structural
+    choices of the first are replayed."""
     options = SpecOptions(**kwargs)
 
     @st.composite
@@ -361,8 +363,10 @@ def _resolve_param(ctx: DrawContext, how: Any) -> Any:
 
 
 def catalog_specs(name: str, x64: bool = False, styles: Any = ARG_STYLES) -> Any:
-    """Strategy of the catalog's examples of public class ``name`` (main example first, then
-    variants; shrinks to the main example), with their arguments passed in a drawn
+    """Strategy of `DistSpec`s of the catalog's examples of the public class ``name``.
+
+    The main example first, then its variants (it shrinks to the main example), with their
+    arguments passed in a drawn
     `ArgStyle` (``styles``; ``st.none()``: as the catalog writes them, ``jnp`` arrays and
     ``validate_args=True``). Fixed structure and values: the examples every other test of the
     suite uses, so their compiled operations are already cached."""
@@ -374,7 +378,7 @@ def catalog_specs(name: str, x64: bool = False, styles: Any = ARG_STYLES) -> Any
 
 
 def distributions(cls: type | str, **kwargs: Any) -> Any:
-    """Strategy of built stable instances of ``cls`` (see :func:`specs` for options)."""
+    """Strategy of built stable instances of ``cls`` (see `specs` for options)."""
     return specs(cls, **kwargs).map(lambda s: s.build())
 
 
@@ -385,7 +389,7 @@ def distributions(cls: type | str, **kwargs: Any) -> Any:
 
 def access_plans(d_or_cls: Any, *, max_steps: int = 8,
                  sample_shapes: Any = UNIT_SAMPLE_SHAPES) -> Any:
-    """Strategy of :class:`AccessPlan` for a distribution (instance, class or spec).
+    """Strategy of `AccessPlan` for a distribution (instance, class or spec).
 
     Steps read lazy properties (all of the class's, each possibly several times) and call
     methods; a step that is not defined for the distribution runs as "unsupported".

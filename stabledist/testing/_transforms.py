@@ -90,7 +90,9 @@ classes per keyword, so they have no common tree structure to check."""
 
 
 def check_round_trip(d: Any, key: jax.Array | None = None, upstream: Any | None = None) -> None:
-    """``tree_unflatten(tree_flatten(d))`` has identical leaves, and its ``log_prob`` and
+    """Check that ``d`` survives a ``tree_flatten`` / ``tree_unflatten`` round trip.
+
+    ``tree_unflatten(tree_flatten(d))`` has identical leaves, and its ``log_prob`` and
     ``sample`` are those of numpyro's instance after numpyro's own round trip."""
     key = jax.random.PRNGKey(1) if key is None else key
     upstream = destabilize(d) if upstream is None else upstream
@@ -156,7 +158,9 @@ _control_flow_jit = jax.jit(_control_flow, static_argnames=("names",),
 
 def check_control_flow(d: Any, ref: Reference | None = None,
                        upstream: Any | None = None) -> None:
-    """``d`` as a ``scan`` carry, ``while_loop`` state and ``cond`` operand (through each
+    """Check ``d`` through ``scan``, ``while_loop`` and ``cond``.
+
+    ``d`` as a ``scan`` carry, ``while_loop`` state and ``cond`` operand (through each
     branch), rebuilt and its lazy values read inside each body; what comes out equals what
     went in, and the values read are those of numpyro's instance through the same program,
     bit for bit."""
@@ -196,7 +200,9 @@ _unflatten_jit = jax.jit(_unflatten, static_argnums=0, compiler_options=COMPILER
 
 
 def check_jit(d: Any, ref: Reference | None = None, upstream: Any | None = None) -> None:
-    """``d`` into ``jit`` as an argument (its lazy values, ``mean``, ``variance`` and
+    """Check ``d`` passed into ``jit`` as an argument and out as a return value.
+
+    ``d`` into ``jit`` as an argument (its lazy values, ``mean``, ``variance`` and
     ``log_prob`` of a value written as a user writes it read inside) and out as a return
     value (also one built inside from leaves): numpyro's values through the same program, bit
     for bit, and the instances coming out have ``d``'s leaves."""
@@ -290,7 +296,9 @@ _vmap_probe_jit = jax.jit(jax.vmap(_jit_probe, in_axes=(0, 0, None, None)), stat
 def check_vmap(ds: Sequence[Any], key: jax.Array | None = None,
                traced: Sequence[str] = TRACED_METHODS,
                upstreams: Sequence[Any] | None = None) -> None:
-    """``vmap`` over the stack of ``ds`` (same structure) reads each instance's values: those
+    """Check ``vmap`` over the stack of ``ds`` against numpyro's instances.
+
+    ``vmap`` over the stack of ``ds`` (same structure) reads each instance's values: those
     of numpyro's instances (``upstreams``) through the same program."""
     refs, names, methods = _common_reference(ds, key, traced)
     _check_batched("vmap", ds, upstreams, refs, _leak_checked(_vmap_probe_jit, names, methods))
@@ -361,7 +369,9 @@ def check_shard_map(ds: Sequence[Any], key: jax.Array | None = None,
 
 def check_closure(d: Any, ref: Reference | None = None,
                   traced: Sequence[str] = TRACED_METHODS, upstream: Any | None = None) -> None:
-    """``d`` closed over (not passed) by ``jit``, ``vmap``, ``pmap`` and ``grad``: numpyro's
+    """Check ``d`` closed over (not passed) by ``jit``, ``vmap``, ``pmap`` and ``grad``.
+
+    ``d`` closed over (not passed) by ``jit``, ``vmap``, ``pmap`` and ``grad``: numpyro's
     values through the same programs (to rounding: stabledist may hoist a lazy value out of
     them), no tracer leaks, nothing cached for ``d`` holds a tracer, and eager reads afterwards
     give the same values as before."""
@@ -466,7 +476,9 @@ def _compiled_hoists(d: Any, names: set[str]) -> set[str]:
 
 def check_hoisting(make: Callable[[], Any], upstream: Callable[[], Any] | None = None,
                    transforms: Sequence[str] = HOISTING_TRANSFORMS) -> None:
-    """A *fresh* instance (from ``make``) whose lazy values are first read inside each of
+    """Check that lazy values first read inside a transformation are numpyro's.
+
+    A *fresh* instance (from ``make``) whose lazy values are first read inside each of
     ``transforms`` gives numpyro's values: bit for bit numpyro's *eager* value for every
     value it cached under ``grad``/``vmap`` (computed eagerly, as numpyro does), numpyro's
     eager value up to compiled-kernel rounding for a value a staging transformation hoisted
@@ -520,8 +532,9 @@ def check_hoisting(make: Callable[[], Any], upstream: Callable[[], Any] | None =
 
 
 def parametrizations(cls: type) -> tuple[str, ...]:
-    """The constructor keywords of ``cls`` that are alternative parametrizations: optional
-    (``None`` default) parameters with an ``arg_constraints`` entry, less the ones
+    """Return the constructor keywords of ``cls`` that are alternative parametrizations.
+
+    Optional (``None`` default) parameters with an ``arg_constraints`` entry, less the ones
     `NOT_PARAMETRIZATIONS` lists (optional, but not an alternative).
     Empty when there are fewer than two."""
     base = upstream_class(cls)
@@ -549,7 +562,9 @@ _parametrization_flow_jit = jax.jit(_parametrization_flow, static_argnames=("nam
 
 
 def check_parametrizations(d: Any, kwargs: dict[str, Any] | None = None) -> None:
-    """Every alternative constructor keyword of ``d``'s class (`parametrizations`) gives one
+    """Check that ``d``'s class has one tree structure for all its parametrizations.
+
+    Every alternative constructor keyword of ``d``'s class (`parametrizations`) gives one
     tree structure with the same leaf shapes and dtypes, so instances built through different
     ones stack, ``scan`` and pass through ``cond`` together, with their own values.
 

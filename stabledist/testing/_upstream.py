@@ -28,7 +28,9 @@ __all__ = ["check_tree_map", "check_upstream", "numpyro_rebuild", "perturb"]
 
 
 def check_upstream(d: Any, upstream: Any | None = None, key: jax.Array | None = None) -> None:
-    """Every lazy value, ``mean``, ``variance``, ``entropy``, ``sample``, ``log_prob`` and
+    """Check that ``d``'s values are numpyro's for the same parameters and key.
+
+    Every lazy value, ``mean``, ``variance``, ``entropy``, ``sample``, ``log_prob`` and
     ``cdf`` of ``d`` equal (exactly) upstream's for the same parameters and key."""
     key = jax.random.PRNGKey(2) if key is None else key
     upstream = destabilize(d) if upstream is None else upstream
@@ -118,7 +120,9 @@ def numpyro_rebuild(new: Any, template: Any) -> Any:
 
 
 def check_tree_map(d: Any, upstream: Any | None = None, step: float = 0.125) -> None:
-    """After a `tree_map` update (`perturb`), every lazy value, ``mean`` and ``variance`` of
+    """Check that no lazy value survives a `tree_map` update of ``d``'s leaves.
+
+    After a `tree_map` update (`perturb`), every lazy value, ``mean`` and ``variance`` of
     the new instance equal (to a small tolerance) those of numpyro's class rebuilt by
     ``tree_unflatten`` from the very same leaves: no lazy value survives from the old leaves.
 

@@ -110,7 +110,7 @@ METHODS: tuple[str, ...] = (
     "entropy",
     "enumerate_support",
 )
-"""Methods probed by :func:`supported_methods`, in reporting order."""
+"""Methods probed by `supported_methods`, in reporting order."""
 
 
 _UNSUPPORTED = (NotImplementedError, ImportError)
