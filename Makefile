@@ -16,7 +16,7 @@ OLDEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py
 
 .PHONY: bench test test-x64 test-integration test-default-codegen typecheck stubs test-properties test-oldest test-upstream \
-	test-upstream-slice docs clean
+	test-upstream-slice test-mutation test-mutation-full docs clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,18 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e ".[test,dev,bench,docs]"
 	touch $(STAMP)
 
-bench: $(STAMP)
+# `make bench` needs only stabledist, jax, numpyro and matplotlib (the `bench` extra): its own
+# stamp installs that much into the same .venv (a fresh machine gets no test, lint or docs
+# tools for it); a .venv that `make test` set up already has it.
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[bench]"
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(PY) -m benchmarks $(ARGS)
 
 # One worker per core (pytest-xdist); all tests of one distribution class go to the same
@@ -48,8 +59,15 @@ test-x64: $(STAMP)
 # The tests that start fresh processes or environments (marked `integration`): the wheel in a
 # new venv, pyright and mypy on a user's file, every docs page on its own, two jax.distributed
 # processes, the benchmark's smoke run. CI runs them after `make test`.
-test-integration: $(STAMP)
+test-integration: $(STAMP) browser
 	STABLEDIST_TEST_XLA_DEFAULTS=1 $(PY) -m pytest $(XDIST) -m integration $(ARGS)
+
+# Chromium for the docs site's browser test (tests/test_docs_browser.py, driven by playwright):
+# Debian's package, installed when missing (playwright's own browser download is not used).
+CHROMIUM := /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+browser:
+	@test -x $(CHROMIUM) || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
 
 # `make test` compiles with XLA's cheaper CPU code generation (tests/conftest.py: the suite
 # compiles thousands of small programs; every comparison is between two computations compiled
@@ -82,6 +100,17 @@ test-upstream: $(STAMP)
 # The fixed CI slice of it (a few minutes): the substituted and stable-internals modes only.
 test-upstream-slice: $(STAMP)
 	$(PY) tools/upstream_tests.py --slice $(ARGS)
+
+# Mutation testing (tools/mutation, CONTRIBUTING.md "Mutation testing"). The CI part: the
+# hand-planted AST mutants of the core, each against the tests that should catch it (a few
+# minutes); fails on a survivor that tools/mutation/survivors.toml does not explain.
+test-mutation: $(STAMP)
+	$(PY) tools/mutation/run.py fast $(ARGS)
+
+# The full run: mutmut over the core modules (tools/mutation/setup.cfg) in a scratch copy
+# (.cache/mutation); long, run by hand or nightly. ARGS='stabledist._src.cache.*' for one module.
+test-mutation-full: $(STAMP)
+	$(PY) tools/mutation/run.py full $(ARGS)
 
 $(OLDEST_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(OLDEST_VENV)

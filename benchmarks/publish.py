@@ -2,7 +2,7 @@
 
 The page keeps its hand-written parts (how to run, how it measures); the parts between
 ``<!-- BEGIN GENERATED: name -->`` and ``<!-- END GENERATED: name -->`` are rewritten from
-the run: the "In short" paragraph and the results section, which states the commit measured
+the run: the "In short" verdict table and the results section, which states the commit measured
 (``<!-- measured-commit: <sha> -->``, checked by tests/test_benchmark_results.py). Plots are
 copied to docs/img/.
 """
@@ -45,79 +45,146 @@ def _rows(payload: dict[str, Any], bench: str) -> list[dict[str, Any]]:
     return [r for r in payload["summary"] if r["benchmark"] == bench]
 
 
-def _verdict(ratio: float) -> str:
-    if ratio >= 1 / SLOWER_BOUND:
-        return "saves time"
-    if ratio >= SLOWER_BOUND:
-        return "neutral"
-    return "slower"
+def _word(low: float, high: float) -> str:
+    """The verdict on a range of ratios (numpyro / stabledist)."""
+    if low >= 1 / SLOWER_BOUND:
+        return "**faster**"
+    if high < SLOWER_BOUND:
+        return "**costs**"
+    if low >= SLOWER_BOUND and high < 1 / SLOWER_BOUND:
+        return "same (within 5%)"
+    return "mixed"
 
 
-def in_short(payload: dict[str, Any]) -> str:
-    """The "In short" paragraph, every number from the run."""
-    env = payload["environment"]
-    commit = (env.get("git_commit") or "unknown")[:12]
-    parts = [f"**In short** (commit `{commit}`, {env['cpu_count']} CPU cores, backend "
-             f"`{env['backend']}`, profile `{payload['profile']['label']}`):"]
-    e2e = _rows(payload, "e2e")
-    bench = payload["benchmarks"].get("e2e", {})
+def _x(ratio: float) -> str:
+    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.3g}x"
+
+
+def _span(ratios: Sequence[float]) -> str:
+    lo, hi = min(ratios), max(ratios)
+    return _x(lo) if f"{lo:.2f}" == f"{hi:.2f}" else f"{_x(lo)} to {_x(hi)}"
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("s") else "s")
+
+
+def _vs(row: dict[str, Any], unit: str | None = None) -> str:
+    unit = unit or row["unit"]
+    return f"{fmt_value(row['stabledist'], unit)} vs {fmt_value(row['numpyro'], unit)}"
+
+
+CLOSURE_TEXT = {
+    "mvn_precision": ("`jit` closing over a concrete global `MultivariateNormal`: "
+                      "`precision_matrix @ x`", "dim"),
+    "sbvm_logp": ("`jit` closing over a global `SineBivariateVonMises`: `log_prob` "
+                  "(its `norm_const`)", "batch"),
+    "truncnormal_logp": ("`jit` closing over a global two-sided `TruncatedNormal`: "
+                         "`log_prob` (XLA constant-folds numpyro's recomputation)", "batch"),
+}
+
+
+def verdict_rows(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """``(verdict, where, ratio, stabledist vs numpyro)`` per headline result of the run:
+    what is faster, what costs, by how much."""
+    out: list[tuple[str, str, str, str]] = []
+    cases = {c["name"]: c for c in payload["benchmarks"].get("closure", {}).get("cases", [])}
+    per_call = [r for r in _rows(payload, "closure") if r["case"].endswith(" per call")
+                and r["ratio"] is not None]
+    for family, (where, size_word) in CLOSURE_TEXT.items():
+        rows = [(cases[r["case"].removesuffix(" per call")]["params"]["size"], r)
+                for r in per_call if r["case"].startswith(family + " ")]
+        if not rows:
+            continue
+        rows.sort(key=lambda sr: sr[0])
+        ratios = [r["ratio"] for _, r in rows]
+        shown = next((sr for sr in rows if sr[0] == 1024), rows[-1])
+        sizes = f"{size_word} {rows[0][0]:,}" + (f"-{rows[-1][0]:,}" if len(rows) > 1 else "")
+        out.append((_word(min(ratios), max(ratios)), f"{where}, per call ({sizes})",
+                    _span(ratios), f"{_vs(shown[1])} per call at {size_word} {shown[0]:,}"))
+    dispatch = [r for r in _rows(payload, "dispatch") if r["ratio"] is not None]
+    if dispatch:
+        ratios = [r["ratio"] for r in dispatch]
+        out.append((_word(min(ratios), max(ratios)),
+                    "a jitted function taking a distribution, per call "
+                    f"({_n(len(dispatch), 'class')})", _span(ratios),
+                    f"{_vs(dispatch[0])} ({dispatch[0]['case']})"))
+    flat = next(iter(_rows(payload, "flatten")), None)
+    if flat and flat["ratio"]:
+        out.append((_word(flat["ratio"], flat["ratio"]),
+                    f"pytree flatten + unflatten ({flat['case'].split('(')[-1].rstrip(')')}, "
+                    "geometric mean)", _x(flat["ratio"]), _vs(flat)))
+    pc = next((r for r in _rows(payload, "pcache")
+               if r["case"].startswith("first call, second") and r["ratio"]), None)
+    if pc:
+        out.append((_word(pc["ratio"], pc["ratio"]), "first call in a second process "
+                    "(another `PYTHONHASHSEED`): JAX's persistent compilation cache",
+                    _x(pc["ratio"]), _vs(pc) + " (numpyro misses the cache)"))
+    e2e = [r for r in _rows(payload, "e2e") if r["ratio"] is not None]
     if e2e:
+        bench = payload["benchmarks"]["e2e"]
         same = {c["name"]: c["params"].get("same_program") for c in bench.get("cases", [])}
-        chains = bench["extra"]["chains"]
-        text = (f"end to end (compile + run; NUTS with {chains} chain{'s' * (chains > 1)} "
-                f"and SVI) stabledist runs at {min(r['ratio'] for r in e2e):.2f}x-"
-                f"{max(r['ratio'] for r in e2e):.2f}x numpyro's speed on {len(e2e)} model "
-                "runs (numpyro time / stabledist time; above 1: stabledist faster).")
         identical = [r for r in e2e if same.get(r["case"])]
-        other = [r for r in e2e if not same.get(r["case"])]
-        if identical:
-            text += (f" {len(identical)} of them compile the very same inference program as "
-                     "numpyro (global priors whose lazy values both libraries compute once, "
-                     "or none read): the compiled work is numpyro's, and their ratios, "
-                     f"{min(r['ratio'] for r in identical):.2f}x-"
-                     f"{max(r['ratio'] for r in identical):.2f}x, are mostly this "
-                     "machine's run-to-run noise: " + ", ".join(
-                         f"{r['case']} {r['ratio']:.2f}x" for r in identical) + ".")
-        if other:
-            text += (" The others run a different program: " + ", ".join(
-                f"{r['case']} {r['ratio']:.2f}x ({_verdict(r['ratio'] or 0)})"
-                for r in other) + " - a lazy value hoisted out of the sampler, or (the "
-                "state-space model) `validate_args` kept through `scan`'s round trips.")
-        parts.append(text)
-    closure = [r for r in _rows(payload, "closure") if r["case"].endswith("per call")]
-    prec = next((r for r in closure if r["case"] == "mvn_precision 1024 per call"), None)
-    if prec:
-        parts.append(f"Inside `jit`, a concrete global `MultivariateNormal`'s "
-                     f"`precision_matrix` costs {prec['ratio']:.0f}x less per call at "
-                     "dimension 1024 (computed once instead of in every call).")
-    first = [r for r in _rows(payload, "closure") if r["case"].endswith("first call")]
+        ratios = [r["ratio"] for r in e2e]
+        out.append((_word(min(ratios), max(ratios)),
+                    f"end to end, compile + run: NUTS and SVI ({_n(len(e2e), 'model run')})",
+                    _span(ratios), (f"{len(identical)} of {len(e2e)} compile the very same "
+                                    "program as numpyro: their spread is run-to-run noise")
+                    if identical else "each variant compiles its own program"))
+    first = [r for r in _rows(payload, "closure") if r["case"].endswith(" first call")
+             and r["ratio"] is not None]
     if first:
+        ratios = [r["ratio"] for r in first]
         worst = min(first, key=lambda r: r["ratio"])
-        parts.append(f"First calls of new jitted closures: {worst['ratio']:.2f}x at worst "
-                     f"({worst['case']}).")
-    pc = next((r for r in _rows(payload, "pcache") if r["case"].startswith("first call, "
-                                                                          "second")), None)
-    if pc and pc["numpyro"] and pc["stabledist"]:
-        parts.append(f"A second process with another `PYTHONHASHSEED` hits JAX's persistent "
-                     f"compilation cache with stabledist ({pc['stabledist']:.2f} s first "
-                     f"call against numpyro's {pc['numpyro']:.2f} s, which misses).")
-    flat = next((r for r in _rows(payload, "flatten")), None)
-    if flat:
-        parts.append(f"Pytree round trips are {flat['ratio']:.1f}x faster (geometric mean).")
+        out.append((_word(min(ratios), max(ratios)), "first call of a new jitted closure "
+                    f"(trace + compile + run, {_n(len(first), 'case')})", _span(ratios),
+                    f"worst: {worst['case'].removesuffix(' first call')}, "
+                    f"{_vs(worst)}"))
     lazy = _rows(payload, "lazy")
     miss = next((r for r in lazy if r["case"].startswith("miss: first")), None)
     hit = next((r for r in lazy if r["case"].startswith("hit")), None)
-    if miss and hit:
-        parts.append(f"Costs, outside `jit`: the first read of a lazy value is "
-                     f"{miss['ratio']:.2f}x numpyro's speed (geometric mean; worst "
-                     f"{miss['ratio_lo']:.2f}x), a repeated read (cache hit) "
-                     f"{fmt_value(hit['stabledist'], 'ns')} against numpyro's "
-                     f"{fmt_value(hit['numpyro'], 'ns')} `__dict__` read.")
+    if miss and miss["ratio"]:
+        n = miss["case"].split("(")[-1].rstrip(")")
+        out.append((_word(miss["ratio"], miss["ratio"]), f"outside `jit`: first read of a lazy "
+                    f"value ({n}, geometric mean)", f"{_x(miss['ratio'])} (worst "
+                    f"{_x(miss['ratio_lo'])})", _vs(miss) + " (the cache's bookkeeping)"))
+    if hit and hit["ratio"]:
+        out.append((_word(hit["ratio"], hit["ratio"]), "outside `jit`: repeated read of a lazy "
+                    "value (cache hit)", _x(hit["ratio"]),
+                    _vs(hit) + " (numpyro: a plain `__dict__` read)"))
+    rss = next((r for r in _rows(payload, "memory") if r["case"] == "rss growth"), None)
+    if rss and rss["stabledist"] is not None:
+        cycles = payload["benchmarks"]["memory"].get("extra", {}).get("runs", {}).get(
+            "stabledist", {}).get("cycles")
+        out.append(("flat" if rss["stabledist"] < 20 else "**grows**",
+                    "process memory over create / read / drop cycles"
+                    + (f" ({cycles:,})" if cycles else ""), "-",
+                    f"RSS growth {_vs(rss, 'MB')}"))
+    return out
+
+
+def in_short(payload: dict[str, Any]) -> str:
+    """The opening of the page: where it was measured, the verdict table, the targets; every
+    number from the run."""
+    env = payload["environment"]
+    v = env["versions"]
+    commit = (env.get("git_commit") or "unknown")[:12]
+    lines = [f"**In short**, measured at commit `{commit}` on {env['cpu_count']} CPU cores "
+             f"(backend `{env['backend']}`, jax {v['jax']}, numpyro {v['numpyro']}; profile "
+             f"`{payload['profile']['label']}`; details under [Results](#results-on-this-"
+             "machine-class)). Ratio = numpyro time / stabledist time: above 1, stabledist "
+             "is faster.", "",
+             "| verdict | where | ratio | stabledist vs numpyro |",
+             "|---|---|---|---|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in verdict_rows(payload)]
     targets = payload["targets"]
     failed = [t["target"] for t in targets if t["passed"] is False]
-    parts.append(f"Targets: {sum(t['passed'] is True for t in targets)} of {len(targets)} "
-                 "pass" + (f"; failing: {', '.join(failed)}." if failed else "."))
-    return " ".join(parts) + "\n"
+    lines += ["", f"Targets: {sum(t['passed'] is True for t in targets)} of {len(targets)} "
+              "pass" + (f"; failing: {', '.join(failed)}." if failed else ".")
+              + " The per-call gains inside `jit` are what numpyro also gets when a lazy value "
+              "is read once before `jit`; where it cannot, see [When numpyro gets the same "
+              "gain](#when-numpyro-gets-the-same-gain)."]
+    return "\n".join(lines) + "\n"
 
 
 def results_section(payload: dict[str, Any], plots: Sequence[str]) -> str:

@@ -35,7 +35,8 @@ from benchmarks.timing import BenchResult, Case, geomean, summarize
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["BENCHMARKS", "REGISTRY", "Benchmark", "Deferred", "Plot", "Target", "Verdict"]
+__all__ = ["BENCHMARKS", "MAX_BARS", "REGISTRY", "Benchmark", "Deferred", "Plot", "Target",
+           "Verdict", "bar_counts"]
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,15 @@ class Target:
     """Its place in the target list: headline targets first, whatever the run order."""
     check: Callable[[BenchResult], Verdict | None]
     """``None``: the run has nothing to judge (no line at all)."""
+    timing: bool = True
+    """A verdict on measured times: N/A in a profile that does not judge timing (smoke),
+    whose tiny repetitions resolve nothing."""
 
 
 @dataclass(frozen=True)
 class Plot:
-    """One PNG drawn from one benchmark's result."""
+    """One PNG drawn from one benchmark's result: at most `MAX_BARS` bars per panel (a
+    result with more cases is summarized, e.g. a histogram and its extremes)."""
 
     file: str
     caption: str
@@ -80,6 +85,8 @@ class Benchmark:
     """``--only`` name, key in results.json, first column of the summary."""
     summary: str
     """What it measures, in one line (``--help``, progress)."""
+    heading: str
+    """What it measures in a few words: its group's heading in the verdict table."""
     run: Callable[[Profile], BenchResult]
     steps: Callable[[Profile], int]
     """Progress steps it will take (an estimate where it depends on the catalog)."""
@@ -136,6 +143,24 @@ def _pyplot() -> Any:
 
 COLORS = {"numpyro": "#d62728", "stabledist": "#1f77b4", "nocache": "#7f7f7f",
           "numpyro_preread": "#ff9896"}
+
+MAX_BARS = 15
+"""Bars per plot panel at most: more are unreadable on the docs page."""
+
+
+def bar_counts(fig: Figure) -> list[int]:
+    """Bars per panel of ``fig`` (stacked segments at one position count once)."""
+    counts = []
+    for ax in fig.axes:
+        positions = set()
+        for container in ax.containers:
+            horizontal = getattr(container, "orientation", None) == "horizontal"
+            for patch in getattr(container, "patches", ()):
+                x, y = patch.get_xy()
+                positions.add(round(y + patch.get_height() / 2, 6) if horizontal
+                              else round(x + patch.get_width() / 2, 6))
+        counts.append(len(positions))
+    return counts
 
 
 # --------------------------------------------------------------------------------------------
@@ -210,20 +235,50 @@ def _flatten_details(res: BenchResult) -> list[str]:
     return [*lines, ""]
 
 
-def _flatten_plot(res: BenchResult) -> Figure:
-    plt = _pyplot()
-    data = sorted((c.ratio_median("numpyro", "stabledist") or 0, c)
-                  for c in _of_kind(res, "roundtrip"))
-    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.16 * len(data)))
-    ys = range(len(data))
-    ax.barh(list(ys), [r for r, _ in data], color=COLORS["stabledist"])
-    ax.set_yticks(list(ys), [c.name for _, c in data], fontsize=7)
+def _ratio_bars(ax: Any, data: list[tuple[float, str]], title: str) -> None:
+    """Horizontal bars of ``(ratio, label)`` (at most `MAX_BARS`), the 5x target and 1x."""
+    ys = list(range(len(data)))
+    ax.barh(ys, [r for r, _ in data], color=COLORS["stabledist"])
+    ax.set_yticks(ys, [n for _, n in data], fontsize=8)
     ax.set_ylim(-0.7, len(data) - 0.3)
     ax.axvline(5, color="k", ls="--", lw=1, label="target: 5x faster")
     ax.axvline(1, color=COLORS["numpyro"], lw=1, label="as fast as numpyro")
-    ax.set_xlabel("numpyro / stabledist time (flatten + unflatten), higher is better")
-    ax.set_title("Pytree round trip speed-up per class")
-    ax.legend(loc="lower right")
+    ax.set_xlabel("numpyro / stabledist time, higher is better")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8, loc="lower right")
+
+
+def _flatten_plot(res: BenchResult) -> Figure | None:
+    """Every class when they fit in `MAX_BARS` bars; else the distribution of the speed-ups
+    (a histogram) and the slowest and fastest classes."""
+    plt = _pyplot()
+    data = sorted((c.ratio_median("numpyro", "stabledist") or 0, c.name)
+                  for c in _of_kind(res, "roundtrip"))
+    if not data:
+        return None
+    title = "Pytree round trip (flatten + unflatten) speed-up per class"
+    if len(data) <= MAX_BARS:
+        fig, ax = plt.subplots(figsize=(7, 1.6 + 0.3 * len(data)))
+        _ratio_bars(ax, data, title)
+        return fig
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.6))
+    ratios = [r for r, _ in data]
+    g = geomean(ratios)
+    ax.hist(ratios, bins=min(12, MAX_BARS), color=COLORS["stabledist"], edgecolor="white")
+    ax.axvline(5, color="k", ls="--", lw=1, label="target: 5x faster")
+    ax.axvline(g, color="#2ca02c", lw=2, label=f"geometric mean {g:.1f}x")
+    if min(ratios) < 1.5:
+        ax.axvline(1, color=COLORS["numpyro"], lw=1, label="as fast as numpyro")
+    ax.set_xlabel("numpyro / stabledist time, higher is better")
+    ax.set_ylabel("classes")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.set_title(f"Speed-up over all {len(data)} classes", fontsize=9)
+    ax.legend(fontsize=8)
+    k = (MAX_BARS - 1) // 2
+    _ratio_bars(ax2, [*data[:k], *data[-k:]],
+                f"The {k} slowest and the {k} fastest classes")
+    ax2.axhline(k - 0.5, color="0.5", lw=0.8, ls=":")
+    fig.suptitle(title, fontsize=10)
     return fig
 
 
@@ -428,33 +483,46 @@ def _e2e_details(res: BenchResult) -> list[str]:
 
 
 def _e2e_plot(res: BenchResult) -> Figure | None:
-    cases = res.cases
-    if not cases:
+    """Phases per case and variant, one panel per method (NUTS, SVI): at most `MAX_BARS`
+    bars (two per case) in each."""
+    per_panel = MAX_BARS // 2
+    panels: list[tuple[str, list[Case]]] = []
+    for method in dict.fromkeys(c.params.get("method", "") for c in res.cases):
+        cases = [c for c in res.cases if c.params.get("method", "") == method]
+        for i in range(0, len(cases), per_panel):
+            panels.append((method, cases[i:i + per_panel]))
+    if not panels:
         return None
-    fig, ax = _pyplot().subplots(figsize=(8, 1.4 + 0.55 * len(cases)))
+    rows = max(len(cases) for _, cases in panels)
+    fig, axes = _pyplot().subplots(1, len(panels), figsize=(5.5 * len(panels) + 1,
+                                                              1.6 + 0.6 * rows), squeeze=False)
     colors = {"trace": "#9467bd", "compile": "#8c564b", "run": "#2ca02c"}
-    ys, labels = [], []
-    for i, c in enumerate(cases):
-        for j, variant in enumerate(("numpyro", "stabledist")):
-            m = phase_medians(c, variant)
-            if not m:
-                continue
-            y = i * 2.6 + j
-            left = 0.0
-            for phase, value in (("trace", m["trace"] + m["lower"]),
-                                 ("compile", m["compile"]), ("run", m["run"])):
-                ax.barh(y, value, left=left, color=colors[phase],
-                        label=phase if (i, j) == (0, 0) else None,
-                        hatch="//" if variant == "numpyro" else None, edgecolor="white")
-                left += value
-            ys.append(y)
-            labels.append(f"{c.name}, {variant}")
-    ax.set_yticks(ys, labels, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("seconds (median over repetitions): trace (incl. lowering), XLA compile, run")
-    ax.set_title("End-to-end inference, per phase (hatched: numpyro)", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
-    ax.grid(True, axis="x", alpha=0.3)
+    for ax, (method, cases) in zip(axes[0], panels):
+        ys, labels, longest = [], [], 0.0
+        for i, c in enumerate(cases):
+            for j, variant in enumerate(("numpyro", "stabledist")):
+                m = phase_medians(c, variant)
+                if not m:
+                    continue
+                y = i * 2.6 + j
+                left = 0.0
+                for phase, value in (("trace", m["trace"] + m["lower"]),
+                                     ("compile", m["compile"]), ("run", m["run"])):
+                    ax.barh(y, value, left=left, color=colors[phase],
+                            label=phase if (i, j) == (0, 0) else None,
+                            hatch="//" if variant == "numpyro" else None, edgecolor="white")
+                    left += value
+                longest = max(longest, left)
+                ys.append(y)
+                labels.append(f"{c.params.get('model', c.name)}, {variant}")
+        ax.set_yticks(ys, labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("seconds (median): trace (incl. lowering), XLA compile, run", fontsize=8)
+        ax.set_title(method or "inference", fontsize=10)
+        ax.set_xlim(0, longest * 1.35 or 1)  # room for the legend right of the bars
+        ax.legend(fontsize=8, loc="lower right")
+        ax.grid(True, axis="x", alpha=0.3)
+    fig.suptitle("End-to-end inference, per phase (hatched: numpyro)", fontsize=10)
     return fig
 
 
@@ -589,6 +657,7 @@ def _memory_plot(res: BenchResult) -> Figure:
 REGISTRY: tuple[Benchmark, ...] = (
     Benchmark(
         name="lazy",
+        heading="eager lazy-property reads",
         summary="lazy property read, eager: first read (miss) and repeated read (hit)",
         run=Deferred("bench_micro", "bench_lazy"),
         steps=lambda p: 1 + (p.lazy_limit or 85),
@@ -599,6 +668,7 @@ REGISTRY: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         name="flatten",
+        heading="pytree flatten + unflatten",
         summary="jax.tree_util flatten + unflatten of every distribution class",
         run=Deferred("bench_micro", "bench_flatten"),
         steps=lambda p: (p.flatten_limit or 100) + 4,
@@ -612,6 +682,7 @@ REGISTRY: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         name="dispatch",
+        heading="jitted call taking a distribution",
         summary="jitted function taking a distribution vs the same function taking arrays",
         run=Deferred("bench_micro", "bench_dispatch"),
         steps=lambda p: len(p.dispatch_cases),
@@ -622,6 +693,7 @@ REGISTRY: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         name="closure",
+        heading="jit closing over a global distribution",
         summary="concrete global distribution read inside a compiled function, per call",
         run=Deferred("bench_compiled", "bench_closure"),
         steps=lambda p: len(p.mvn_dims) + len(p.tn_batches) + len(p.sbvm_batches),
@@ -646,6 +718,7 @@ REGISTRY: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         name="compile",
+        heading="trace + compile of a model",
         summary="trace + compile time of a model that reads lazy properties repeatedly",
         run=Deferred("bench_compiled", "bench_compile"),
         steps=lambda p: 2 + 3 * p.cold_reps,
@@ -654,6 +727,7 @@ REGISTRY: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         name="e2e",
+        heading="end-to-end NUTS and SVI",
         summary="end-to-end NUTS and SVI on real models (GP, hierarchical, regression, "
         "state space, angles), split into trace / lower / compile / run",
         run=Deferred("bench_e2e", "bench_e2e"),
@@ -668,6 +742,7 @@ REGISTRY: tuple[Benchmark, ...] = (
     ),
     Benchmark(
         name="pcache",
+        heading="persistent compilation cache, retraces",
         summary="persistent compilation cache across processes (another PYTHONHASHSEED) "
         "and retraces of a jitted function taking distributions",
         run=Deferred("bench_pcache", "bench_pcache"),
@@ -677,21 +752,23 @@ REGISTRY: tuple[Benchmark, ...] = (
         targets=(
             Target("pcache", "second process (other PYTHONHASHSEED) hits JAX's persistent "
                    "cache", rank=7,
-                   check=_on_case("first call, second process (cache warm)", _pcache_target)),
+                   check=_on_case("first call, second process (cache warm)", _pcache_target),
+                   timing=False),
             Target("retrace", "no extra trace for distributions built another way or after "
-                   "reads", rank=8, check=_retrace_target),
+                   "reads", rank=8, check=_retrace_target, timing=False),
         ),
         details=_pcache_details,
     ),
     Benchmark(
         name="memory",
+        heading="create / read / drop churn",
         summary="cache size and process RSS over create/read/drop cycles (subprocesses)",
         run=Deferred("bench_memory", "bench_memory"),
         steps=lambda p: 1,
         seconds=_planned(smoke=6, quick=25, default=45, full=150),
         rows=_memory_rows,
         targets=(Target("rss", "RSS flat over the churn run (under 20 MB growth)", rank=5,
-                        check=_on_case("rss growth", _rss_target)),),
+                        check=_on_case("rss growth", _rss_target), timing=False),),
         plots=(Plot("bench-rss.png", "Memory and cache entries over the churn run",
                     _memory_plot),),
     ),
