@@ -97,7 +97,7 @@ def test_declaration_order():
     # fields declared along a class hierarchy: base classes first (TransformedDistribution's
     # base_dist and transforms, then LogNormal's loc and scale; ZeroInflatedProbsDistribution's
     # base_dist and gate, then ZeroInflatedPoisson's rate) - the mutation pass's planted
-    # most-derived-first walk passed every other test (tools/mutation_pass.md)
+    # most-derived-first walk passed every other test (tools/mutation/ast_mutants.py)
     assert sd.LogNormal.gather_pytree_data_fields() == ("base_dist", "transforms", "loc", "scale")
     assert sd.ZeroInflatedPoisson.gather_pytree_data_fields() == ("base_dist", "gate", "rate")
     paths, _ = jax.tree_util.tree_flatten_with_path(sd.LogNormal(jnp.array(0.5), jnp.array(2.0)))
