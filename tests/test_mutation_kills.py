@@ -50,7 +50,7 @@ def test_an_assignment_refreshes_every_distribution_holding_a_shared_base() -> N
     base = sd.Normal(jnp.asarray(0.0), jnp.asarray(1.0))
     a = sd.TruncatedNormal(0.0, 1.0, low=0.0, high=1.0)
     b = sd.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0)
-    a.base_dist = base  # noqa: B010 - the users' assignment being tested
+    a.base_dist = base
     b.base_dist = base
     stale = a.log_prob(0.5), b.log_prob(0.5)  # both cache their normalizers
     base.loc = jnp.asarray(0.5)
