@@ -21,7 +21,7 @@ OLDEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,dev,bench,docs]"
+	$(PY) -m pip install --quiet -e ".[test,dev,bench,docs,checkpoints]"
 	touch $(STAMP)
 
 # `make bench` needs only stabledist, jax, numpyro and matplotlib (the `bench` extra): its own

@@ -38,6 +38,7 @@ from numpyro.distributions.distribution import DistributionMeta, MaskedDistribut
 from numpyro.distributions.util import lazy_property
 
 from stabledist._src.cache import CACHE, cached_lazy_property
+from stabledist._src.export import register_serialization  # jax.export hook (export.py)
 from stabledist._src.introspect import is_numpyro_class
 from stabledist._src.pytree import StaticPredicate, field_table, pytree_of, register
 from stabledist._src.quirks import DERIVED_ATTRIBUTES, EXTRA_FIELDS, HYBRID_FIELDS
@@ -144,6 +145,7 @@ def _build_stable_class(cls: type) -> None:
     if own is not None:
         own = (_checked_own_flatten(cls, own[0]), own[1])
     register(cls, table, own)
+    register_serialization(cls, own is not None)  # jax.export hook (export.py)
     lazy = frozenset(n for n in lazy_names | set(derived)
                      if isinstance(getattr(cls, n, None), cached_lazy_property))
     fields = frozenset((*table.data, *table.aux))

@@ -1,0 +1,404 @@
+"""Serialization of stable pytrees for ``jax.export``: portable names, explicit aux encoding.
+
+``jax.export.export(jax.jit(f))(d, x).serialize()`` writes the tree structure of the
+arguments and results (``in_tree``, ``out_tree``) with the bytes: every custom node needs a
+name and an aux data encoder registered with ``jax.export.register_pytree_node_serialization``
+(numpyro registers none, so its distributions cannot be exported). Here every stable class is
+registered once, when it is created (`register_serialization`, called by
+`stabledist._src.fork._build_stable_class`, so a user's `make_stable` class is covered too),
+and so are numpyro's constraint and transform types, which appear as nodes inside
+distributions (``TransformedDistribution.transforms``, a truncated distribution's support).
+
+* **Names** do not depend on where stabledist keeps its classes: ``stabledist:`` followed by
+  the module and qualified name of the class a stable class mirrors
+  (``stabledist:numpyro.distributions.continuous.Normal``; a user's class: its own module and
+  qualified name), or of the stable class itself when it mirrors nothing (a direct subclass of
+  ``stabledist.Distribution``). Constraint and transform types: ``stabledist:`` and numpyro's
+  name of the type.
+* **Aux data** is encoded to bytes as canonical JSON (sorted keys, no spaces) of a tagged
+  representation, never a pickle: ``None``, ``bool``, ``int`` and ``str`` as themselves;
+  ``["float", hex]``, ``["tuple", [...]]``, ``["list", [...]]``, ``["dict", [[k, v], ...]]``
+  (insertion order), ``["odict", ...]``, ``["dtype", name]``, ``["sctype", name]`` (a numpy
+  scalar type), ``["ndarray" | "jax", dtype, shape, base64 of the little-endian bytes]``,
+  ``["npscalar", dtype, base64]``, ``["static", value]`` (a hybrid field's static value,
+  `stabledist._src.pytree.StaticValue`) and ``["constraint", name]`` (one of numpyro's
+  parameterless constraint objects, ``constraints.real``, by its name). A distribution's
+  aux data goes with the names of its aux fields (``{"fields": [...], "aux": [...]}``), so bytes
+  written by a stabledist whose field table differs fail to load with a clear error instead of
+  unflattening values into the wrong fields. Anything else (a Python function in
+  ``EulerMaruyama.sde_fn``, a SciPy sparse matrix in ``CAR(..., is_sparse=True)``) raises a
+  `TypeError` naming the class and the field when the tree is serialized.
+
+Registration only fills two dicts in ``jax.export`` (a few microseconds per class); flatten and
+unflatten are untouched (JAX's deserialization rebuilds nodes with the registered unflatten).
+A type someone else has registered already (numpyro or JAX in a future version) keeps that
+registration. On a JAX without ``register_pytree_node_serialization`` nothing is registered.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from jax.core import Tracer
+from numpyro.distributions import constraints as _constraints
+from numpyro.distributions import transforms as _transforms
+from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
+
+from stabledist._src.pytree import StaticValue, pytree_of
+
+__all__ = ["UnserializableAuxError", "register_serialization", "serialized_name"]
+
+PREFIX = "stabledist:"
+_FORMAT = 1  # the version of the encoding below, written with every distribution's aux data
+_ABSENT = "<absent>"  # the last aux entry of a table-layout class: names of unset fields
+
+_register_node: Callable[..., Any] | None = getattr(
+    getattr(jax, "export", None), "register_pytree_node_serialization", None
+)
+
+
+class UnserializableAuxError(TypeError):
+    """Aux data of a pytree node that has no portable encoding (raised by ``serialize()``)."""
+
+
+class _CannotEncodeError(Exception):
+    """Internal: ``value`` at ``path`` inside one aux entry cannot be encoded."""
+
+    def __init__(self, value: Any, path: str) -> None:
+        super().__init__(value, path)
+        self.value, self.path = value, path
+
+
+# --- registration ---------------------------------------------------------------------------
+
+
+def serialized_name(cls: type) -> str:
+    """The name ``jax.export`` writes for the stable class ``cls`` (see the module doc)."""
+    return PREFIX + _qualified(_source_of(cls))
+
+
+def register_serialization(cls: type, own: bool = False) -> None:
+    """Register the stable class ``cls`` (just registered as a pytree) for ``jax.export``.
+
+    ``own``: ``cls`` flattens with a user's own ``tree_flatten``, whose aux data is the user's
+    (encoded as a value, without a field layout). Called once per class, at class creation.
+    """
+    if _register_node is None:
+        return
+    _ensure_numpyro_nodes()
+    name = serialized_name(cls)
+    if own:
+        serialize, deserialize = _value_codec(cls, name)
+    else:
+        serialize, deserialize = _table_codec(cls, name)
+    _register(cls, name, serialize, deserialize)
+
+
+def _register(nodetype: type, name: str, serialize: Callable[[Any], bytes],
+              deserialize: Callable[[bytes], Any]) -> None:
+    assert _register_node is not None
+    try:
+        _register_node(nodetype, serialized_name=name, serialize_auxdata=serialize,
+                       deserialize_auxdata=deserialize)
+    except ValueError:
+        # the type (or the name) has a serialization already: registered by numpyro or JAX
+        # themselves, or a second class of the same module and qualified name (defined in a
+        # function called twice). The first registration stays.
+        pass
+
+
+def _source_of(cls: type) -> type:
+    """The class a stable class mirrors, or the class itself.
+
+    Called while the class is being created (before `stabledist._src.fork` records the
+    mirror): a mirror made by ``stable_class(S)`` has bases ``(stable bases..., S)`` and ``S``'s
+    qualified name; ``stabledist.Distribution`` mirrors numpyro's ``Distribution`` the same way.
+    """
+    source = cls.__bases__[-1]
+    if (
+        issubclass(source, _NumpyroDistribution)
+        and not _is_stable(source)
+        and source.__qualname__ == cls.__qualname__
+    ):
+        return source
+    return cls
+
+
+def _is_stable(cls: type) -> bool:
+    try:
+        pytree_of(cls)
+    except KeyError:
+        return False
+    return True
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+_numpyro_nodes_done = False
+
+
+def _ensure_numpyro_nodes() -> None:
+    """Once: register numpyro's constraint and transform types (nodes inside distributions).
+
+    numpyro registers each with JAX as a pytree (``__init_subclass__``) with aux data
+    ``(parameter names, {attribute: value})``; types defined later (a user's transform) are
+    not covered and make ``serialize()`` fail with JAX's "unregistered type" error.
+    """
+    global _numpyro_nodes_done
+    if _numpyro_nodes_done:
+        return
+    _numpyro_nodes_done = True
+    for base in (_constraints.Constraint, _transforms.Transform):
+        for node in sorted(_subclasses(base), key=_qualified):
+            if node.__module__.startswith("numpyro."):
+                name = PREFIX + _qualified(node)
+                _register(node, name, *_numpyro_node_codec(node, name))
+
+
+def _subclasses(base: type) -> set[type]:
+    found: set[type] = set()
+    pending = [base]
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                pending.append(sub)
+    return found
+
+
+# --- codecs: one per registered type --------------------------------------------------------
+
+
+def _table_codec(cls: type, name: str) -> tuple[Callable[[Any], bytes], Callable[[bytes], Any]]:
+    """Aux data ``(aux values..., hybrid statics..., absent names)`` with its field names."""
+    label = f"{cls.__qualname__} ({name})"
+
+    def fields() -> list[str]:
+        table = pytree_of(cls).table  # read when used: the table is fixed, the class weakly held
+        return [*table.aux, *table.hybrid, _ABSENT]
+
+    def serialize(aux: Any) -> bytes:
+        names = fields()
+        if type(aux) is not tuple or len(aux) != len(names):
+            raise UnserializableAuxError(
+                f"cannot serialize {label}: its aux data {aux!r} does not match its fields "
+                f"{names}"
+            )
+        encoded = [_encode_field(label, field, value) for field, value in zip(names, aux)]
+        return _dump({"format": _FORMAT, "fields": names, "aux": encoded})
+
+    def deserialize(data: bytes) -> Any:
+        payload = _load(label, data)
+        names = fields()
+        written = payload.get("fields")
+        if written != names:
+            raise ValueError(
+                f"cannot deserialize {label}: the exported bytes were written with the aux "
+                f"fields {written}, but this stabledist's {cls.__qualname__} has the fields "
+                f"{names} (a different stabledist or numpyro version); export again with the "
+                "versions that will load it"
+            )
+        return tuple(_decode_field(label, f, v) for f, v in zip(names, payload["aux"]))
+
+    return serialize, deserialize
+
+
+def _value_codec(cls: type, name: str) -> tuple[Callable[[Any], bytes], Callable[[bytes], Any]]:
+    """A user class with its own ``tree_flatten``: its aux data, encoded as one value."""
+    label = f"{cls.__qualname__} ({name})"
+
+    def serialize(aux: Any) -> bytes:
+        return _dump({"format": _FORMAT, "own": _encode_field(label, "aux data", aux)})
+
+    def deserialize(data: bytes) -> Any:
+        payload = _load(label, data)
+        if "own" not in payload:
+            raise ValueError(f"cannot deserialize {label}: the bytes were written for a "
+                             "class with a field table, and this class has its own tree_flatten")
+        return _decode_field(label, "aux data", payload["own"])
+
+    return serialize, deserialize
+
+
+def _numpyro_node_codec(
+    node: type, name: str
+) -> tuple[Callable[[Any], bytes], Callable[[bytes], Any]]:
+    """numpyro's constraint/transform aux data: ``(parameter names, {attribute: value})``."""
+    label = f"{node.__qualname__} ({name})"
+
+    def serialize(aux: Any) -> bytes:
+        if not (type(aux) is tuple and len(aux) == 2 and isinstance(aux[1], dict)):
+            return _dump({"format": _FORMAT, "value": _encode_field(label, "aux data", aux)})
+        keys, attributes = aux
+        encoded = [[k, _encode_field(label, str(k), v)] for k, v in attributes.items()]
+        return _dump({"format": _FORMAT, "params": _encode_field(label, "parameter names", keys),
+                      "attributes": encoded})
+
+    def deserialize(data: bytes) -> Any:
+        payload = _load(label, data)
+        if "value" in payload:
+            return _decode_field(label, "aux data", payload["value"])
+        keys = _decode_field(label, "parameter names", payload["params"])
+        return keys, {k: _decode_field(label, k, v) for k, v in payload["attributes"]}
+
+    return serialize, deserialize
+
+
+def _dump(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False).encode("ascii")
+
+
+def _load(label: str, data: bytes) -> dict[str, Any]:
+    try:
+        payload = json.loads(data.decode("ascii"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"cannot deserialize {label}: its aux data is not stabledist's "
+                         f"encoding ({error})") from None
+    if not isinstance(payload, dict) or payload.get("format") != _FORMAT:
+        found = payload.get("format") if isinstance(payload, dict) else None
+        raise ValueError(f"cannot deserialize {label}: aux data format {found!r}, this "
+                         f"stabledist reads format {_FORMAT}")
+    return payload
+
+
+def _encode_field(label: str, field: str, value: Any) -> Any:
+    try:
+        return _encode(value, "")
+    except _CannotEncodeError as error:
+        where = f"field {field!r}" + (f" (at {error.path})" if error.path else "")
+        what = type(error.value)
+        raise UnserializableAuxError(
+            f"cannot serialize {label} for jax.export: its static {where} holds a "
+            f"{what.__module__}.{what.__qualname__} ({_short_repr(error.value)}), which has no "
+            "portable encoding. Static fields can be serialized when they hold None, bool, int, "
+            "float, str, tuples, lists and dicts of these, numpy dtypes, numpy or jax arrays and "
+            "numpyro's parameterless constraints; pass the distribution's parameters to the "
+            "exported function instead and build it inside"
+        ) from None
+
+
+def _decode_field(label: str, field: str, encoded: Any) -> Any:
+    try:
+        return _decode(encoded)
+    except (KeyError, TypeError, ValueError, IndexError) as error:
+        raise ValueError(f"cannot deserialize {label}: malformed value of field {field!r} "
+                         f"({error!r})") from None
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# --- the value encoding ---------------------------------------------------------------------
+
+
+def _constraint_names() -> dict[int, str]:
+    """numpyro's module-level constraint objects without parameters: ``id -> name``."""
+    names: dict[int, str] = {}
+    for key in sorted(getattr(_constraints, "__all__", ())):
+        value = getattr(_constraints, key, None)
+        if isinstance(value, _constraints.Constraint) and id(value) not in names:
+            names[id(value)] = key
+    return names
+
+
+_CONSTRAINTS: dict[int, str] | None = None
+
+
+def _encode(value: Any, path: str) -> Any:
+    kind = type(value)
+    if value is None or kind is bool or kind is int or kind is str:
+        return value
+    if kind is float:
+        return ["float", value.hex()]
+    if kind is tuple or kind is list:
+        return [kind.__name__, [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]]
+    if kind is dict or kind is OrderedDict:
+        return ["dict" if kind is dict else "odict",
+                [[_encode(k, path), _encode(v, f"{path}[{k!r}]")] for k, v in value.items()]]
+    if kind is StaticValue:
+        return ["static", _encode(value.value, path)]
+    if isinstance(value, np.dtype):
+        return ["dtype", value.name]
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return ["sctype", np.dtype(value).name]
+    if isinstance(value, np.ndarray | np.generic | jax.Array):
+        return _encode_array(value, path)
+    if isinstance(value, _constraints.Constraint):
+        global _CONSTRAINTS
+        if _CONSTRAINTS is None:
+            _CONSTRAINTS = _constraint_names()
+        name = _CONSTRAINTS.get(id(value))
+        if name is not None:
+            return ["constraint", name]
+    raise _CannotEncodeError(value, path)
+
+
+def _encode_array(value: Any, path: str) -> Any:
+    if isinstance(value, Tracer):
+        raise _CannotEncodeError(value, path)
+    array = np.asarray(value)
+    if array.dtype.kind not in "biufc" and array.dtype.name not in _EXTRA_DTYPES:
+        raise _CannotEncodeError(value, path)
+    little = array.astype(array.dtype.newbyteorder("<"), copy=False)
+    raw = base64.b64encode(np.ascontiguousarray(little).tobytes()).decode("ascii")
+    if isinstance(value, np.generic):
+        return ["npscalar", array.dtype.name, raw]
+    tag = "ndarray" if isinstance(value, np.ndarray) else "jax"
+    return [tag, array.dtype.name, list(array.shape), raw]
+
+
+_EXTRA_DTYPES = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2", "int4", "uint4"})
+
+
+def _dtype(name: str) -> np.dtype[Any]:
+    if name in _EXTRA_DTYPES:
+        import ml_dtypes  # jax's dependency: the dtypes numpy does not name
+
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+
+
+def _decode(encoded: Any) -> Any:
+    if encoded is None or type(encoded) in (bool, int, str):
+        return encoded
+    tag, *rest = encoded
+    if tag == "float":
+        return float.fromhex(rest[0])
+    if tag == "tuple":
+        return tuple(_decode(v) for v in rest[0])
+    if tag == "list":
+        return [_decode(v) for v in rest[0]]
+    if tag in ("dict", "odict"):
+        items = [(_decode(k), _decode(v)) for k, v in rest[0]]
+        return dict(items) if tag == "dict" else OrderedDict(items)
+    if tag == "static":
+        return StaticValue(_decode(rest[0]))
+    if tag == "dtype":
+        return _dtype(rest[0])
+    if tag == "sctype":
+        return _dtype(rest[0]).type
+    if tag == "npscalar":
+        dtype = _dtype(rest[0])
+        return np.frombuffer(base64.b64decode(rest[1]), dtype.newbyteorder("<"))[0].astype(dtype)
+    if tag in ("ndarray", "jax"):
+        dtype = _dtype(rest[0])
+        flat = np.frombuffer(base64.b64decode(rest[2]), dtype.newbyteorder("<"))
+        array = flat.astype(dtype).reshape(tuple(rest[1]))
+        return array if tag == "ndarray" else jax.numpy.asarray(array, dtype=dtype)
+    if tag == "constraint":
+        value = getattr(_constraints, rest[0])
+        if not isinstance(value, _constraints.Constraint):
+            raise ValueError(f"{rest[0]!r} is not a numpyro constraint")
+        return value
+    raise ValueError(f"unknown tag {tag!r}")
