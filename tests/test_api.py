@@ -255,3 +255,30 @@ def test_hybrid_fields_for_user_class():
     for d in (static, dynamic):
         leaves, tree = jax.tree_util.tree_flatten(d)
         assert jax.tree_util.tree_unflatten(tree, leaves).flag is d.flag
+
+
+def test_a_numpyro_style_subclass_warns_no_more_than_numpyro():
+    """numpyro's own test_handlers_with_string_valued_distribution (run with warnings as
+    errors): a subclass of `stabledist.Distribution` setting undeclared attributes, or a
+    numpyro subclass converted by stable internals, behaves as numpyro's: no warning."""
+    import warnings
+
+    class Strings(sd.Distribution):
+        support = nd.constraints.real
+
+        def __init__(self, probs):
+            self.probs, self.values = probs, ["a", "b"]
+            super().__init__(batch_shape=())
+
+    class Upstream(nd.Distribution):
+        support = nd.constraints.real
+
+        def __init__(self, probs):
+            self.probs, self.values = probs, ["a", "b"]
+            super().__init__(batch_shape=())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Strings(jnp.ones(2))
+        with sd.stable_internals():
+            assert sd.is_stable(Upstream(jnp.ones(2)))

@@ -91,11 +91,17 @@ def _settle(d: Any) -> None:
 
 
 _warned: weakref.WeakSet[type] = weakref.WeakSet()
+# Classes `make_stable` returned: for them (and their subclasses) stabledist reports
+# attributes outside the field table. A numpyro-style subclass (of `stabledist.Distribution`,
+# or converted by `stable_internals`) drops such attributes in tree_unflatten exactly as
+# numpyro does, and gets no warning numpyro would not give (under ``-W error`` it would raise).
+_linted: weakref.WeakSet[type] = weakref.WeakSet()
 
 
 def _warn_undeclared(cls: type, instance: Any, info: _ClassInfo) -> None:
-    """Once per class: attributes outside the field table do not survive tree_unflatten."""
-    if cls in _warned:
+    """Once per class made by `make_stable`: attributes outside the field table do not
+    survive tree_unflatten."""
+    if cls in _warned or not any(c in _linted for c in cls.__mro__):
         return
     _warned.add(cls)
     extra = sorted(instance.__dict__.keys() - info.names)
@@ -332,7 +338,9 @@ def make_stable(cls: D, *, hybrid: Mapping[str, StaticPredicate] | None = None) 
             raise TypeError(f"{cls.__qualname__} is already stable; declare hybrid fields "
                             "as the class attribute pytree_hybrid_fields instead")
         setattr(cls, "pytree_hybrid_fields", dict(hybrid))  # noqa: B010 - on a user class
-    return cast(D, stable_class(cls))
+    stable = stable_class(cls)
+    _linted.add(stable)
+    return cast(D, stable)
 
 
 def is_stable(d: object) -> bool:
