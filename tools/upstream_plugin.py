@@ -41,6 +41,7 @@ class Expected:
     test: str  # a node id, or a pattern where `*` matches any text (nothing else is special)
     modes: tuple[str, ...]
     reason: str
+    flaky: bool = False  # numpyro's test itself passes or fails by chance: a pass is no news
 
     def matches(self, nodeid: str) -> bool:
         if "*" not in self.test:
@@ -56,7 +57,7 @@ def load_expected(path: Path) -> list[Expected]:
     entries: list[Expected] = []
     for i, raw in enumerate(data.get("failure", [])):
         where = f"{path}: [[failure]] #{i + 1}"
-        unknown = set(raw) - {"test", "modes", "reason"}
+        unknown = set(raw) - {"test", "modes", "reason", "flaky"}
         if unknown:
             raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
         test, modes, reason = raw.get("test"), raw.get("modes"), raw.get("reason")
@@ -69,7 +70,10 @@ def load_expected(path: Path) -> list[Expected]:
         if "numpyro" not in modes:
             raise ValueError(f"{where} ({test}): a failure numpyro does not have is never "
                              f"expected; `modes` must include \"numpyro\"")
-        entries.append(Expected(test, tuple(modes), reason.strip()))
+        flaky = raw.get("flaky", False)
+        if not isinstance(flaky, bool):
+            raise ValueError(f"{where} ({test}): `flaky` must be true or false")
+        entries.append(Expected(test, tuple(modes), reason.strip(), flaky))
     return entries
 
 

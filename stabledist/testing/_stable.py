@@ -82,7 +82,7 @@ def check_stable(
         raise TypeError(f"check_stable takes a factory, not an instance: pass "
                         f"`lambda: {type(factory).__name__}(...)` (a new instance per call) or "
                         "a hypothesis strategy")
-    if not (callable(factory) or isinstance(factory, st.SearchStrategy)):
+    if not _factory_or_strategy(factory):
         raise TypeError(f"check_stable takes a zero-argument factory or a hypothesis "
                         f"strategy, got {type(factory).__name__}")
     key = jax.random.PRNGKey(0) if key is None else key
@@ -174,6 +174,10 @@ def check_stable(
             "\n\n" + "\n\n".join(failures)
         )
     return report
+
+
+def _factory_or_strategy(value: Any) -> bool:
+    return callable(value) or isinstance(value, st.SearchStrategy)
 
 
 class _NotApplicable(Exception):  # noqa: N818 - internal control flow, not an error
