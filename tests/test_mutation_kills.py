@@ -83,3 +83,28 @@ def test_clear_cache_after_an_assignment_to_a_seeded_field() -> None:
     sd.clear_cache()  # must not raise
     assert CACHE.cached(d) == {}
     assert float(d.covariance_matrix[0, 0]) == 9.0
+
+
+def test_many_distributions_holding_one_child_stay_cheap_and_correct() -> None:
+    """Recording holders was a linear scan per first read: 3000 copies sharing one marginal
+    (the benchmark's fresh copies, or many wrappers of one prior) made each first read ~190 us
+    (quadratic); and an assignment to the shared child must reach every holder."""
+    import time
+
+    from stabledist.testing import catalog
+
+    template = dict(catalog.all_builders())["GaussianCopula"](sd)
+    copies = []
+    for _ in range(5000):
+        c = type(template).__new__(type(template))
+        c.__dict__.update(template.__dict__)  # shares template.marginal_dist
+        copies.append(c)
+    t0 = time.perf_counter()
+    for c in copies:
+        c.correlation_matrix  # noqa: B018 - a first read records the shared child's holder
+    per_read = (time.perf_counter() - t0) / len(copies)
+    assert per_read < 50e-6, f"{per_read * 1e6:.0f} us per first read"
+    assert "correlation_matrix" in CACHE.cached(copies[-1])
+    template.marginal_dist.loc = jnp.asarray(0.5)
+    assert "correlation_matrix" not in CACHE.cached(copies[0])
+    assert "correlation_matrix" not in CACHE.cached(copies[-1])

@@ -119,7 +119,7 @@ class _Owner(weakref.ref):
     names: set[str]
     seeded: frozenset[str]
     settled: bool
-    holders: list[weakref.ref[Any]] | None
+    holders: weakref.WeakSet[Any] | None
 
 
 class LazyValueCache:
@@ -274,10 +274,8 @@ class LazyValueCache:
         owner.names = owner.names - drop
         if owner.settled:
             owner.seeded = _NOTHING_SEEDED
-        for ref in owner.holders or ():
-            holder = ref()
-            if holder is not None:
-                self._invalidate(holder, seen)
+        for holder in list(owner.holders or ()):
+            self._invalidate(holder, seen)
 
     def info(self) -> CacheInfo:
         owners = list(self._owners.values())
@@ -321,12 +319,9 @@ class LazyValueCache:
         if owner is None:
             owner = self._new_owner(child, key)
             owner.settled = True  # a held distribution was constructed before its holder
-        holders = owner.holders
-        if holders is None:
-            owner.holders = [weakref.ref(holder)]
-        elif not any(ref() is holder for ref in holders):
-            holders[:] = [ref for ref in holders if ref() is not None]
-            holders.append(weakref.ref(holder))
+        if owner.holders is None:  # a weak set: O(1) when many distributions hold one child
+            owner.holders = weakref.WeakSet()
+        owner.holders.add(holder)
 
     def _release(self, owner: _Owner) -> None:
         """Weak-reference callback: the instance died; drop its values (no lock: it may run
