@@ -108,3 +108,17 @@ def test_many_distributions_holding_one_child_stay_cheap_and_correct() -> None:
     template.marginal_dist.loc = jnp.asarray(0.5)
     assert "correlation_matrix" not in CACHE.cached(copies[0])
     assert "correlation_matrix" not in CACHE.cached(copies[-1])
+
+
+def test_a_dead_instance_leaves_no_value_behind() -> None:
+    """``LazyValueCache._release`` (AST mutant): values of a dead instance must leave the
+    tables, or a new instance that gets its id would read them."""
+    before = sd.cache_info()
+    d = sd.MultivariateNormal(jnp.zeros(2), scale_tril=2 * jnp.eye(2))
+    key = id(d)
+    d.covariance_matrix  # noqa: B018 - a computed value
+    assert key in CACHE.table("covariance_matrix")
+    del d
+    gc.collect()
+    assert sd.cache_info() == before
+    assert key not in CACHE.owners

@@ -110,7 +110,7 @@ MUTANTS: tuple[AstMutant, ...] = (
         "for name in owner.names:\n    tables[name].pop(key, None)", None,
         "cache: _release forgets a dead instance but leaves its values in the tables "
         "(a new instance reusing the id hits them)",
-        _k(_CACHE_TESTS, "test_lazy_values_equal_numpyro"),
+        _k("tests/test_mutation_kills.py", "test_a_dead_instance_leaves_no_value_behind"),
     ),
     AstMutant(
         CACHE, "LazyValueCache.get_or_compute",
