@@ -221,7 +221,7 @@ def test_stack_guide_posterior_with_user_built_mvn():
         posterior = guide.get_posterior(params)
     user = sd.MultivariateNormal(LOC, covariance_matrix=COV)
     stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), posterior, user)
-    assert stacked.batch_shape == () and stacked.loc.shape == (2, 3)
+    assert stacked.batch_shape == (2,) and stacked.loc.shape == (2, 3)  # numpyro's: ()
     np.testing.assert_array_equal(stacked.covariance_matrix[1], user.scale_tril @ user.scale_tril.T)
 
 

@@ -303,11 +303,19 @@ def posterior_stack_workload(dist: ModuleType) -> tuple:
 
 
 def test_tree_map_stack_guide_posterior_and_user_mvn() -> None:
+    """The stack is the batch of its two elements (issue 24): numpyro keeps the first's batch
+    shape ``()``, so its sample draws one noise vector for both rows; the log-densities and
+    parametrizations are numpyro's, bit for bit."""
     (expected_d, expected), (actual_d, actual) = both(posterior_stack_workload)
-    assert actual_d.batch_shape == () and actual_d.loc.shape == (2, 3)  # aux from the first
-    assert actual[2].shape == (2, 3, 3)
+    assert expected_d.batch_shape == () and actual_d.batch_shape == (2,)
+    assert actual_d.loc.shape == (2, 3) and actual[2].shape == (2, 3, 3)
+    assert jax.tree.structure(actual_d) == jax.tree.structure(actual_d[0].__class__(
+        actual_d.loc[0], scale_tril=actual_d.scale_tril[0]))  # the treedef of an element
     assert_same_layout(expected_d, actual_d)
-    assert_bitwise(expected, actual)
+    assert_bitwise(expected[:4], actual[:4])
+    noise = [jnp.linalg.solve(actual_d.scale_tril[i], actual[4][i] - actual_d.loc[i])
+             for i in range(2)]
+    assert actual[4].shape == (2, 3) and not np.allclose(noise[0], noise[1])
 
 
 # --- Predictive ----------------------------------------------------------------------------

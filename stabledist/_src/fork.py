@@ -37,6 +37,7 @@ from numpyro.distributions.distribution import Distribution as _NumpyroDistribut
 from numpyro.distributions.distribution import DistributionMeta, MaskedDistribution
 from numpyro.distributions.util import lazy_property
 
+from stabledist._src.batching import CONSTRUCTING, batch_rule
 from stabledist._src.cache import CACHE, cached_lazy_property
 from stabledist._src.export import register_serialization  # jax.export hook (export.py)
 from stabledist._src.introspect import is_numpyro_class
@@ -69,7 +70,11 @@ class StableMeta(DistributionMeta):
     """After numpyro's constructor ran, the new instance is settled (see the module doc)."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - a metaclass
-        instance = super().__call__(*args, **kwargs)
+        CONSTRUCTING.depth += 1  # numpyro's constructors rely on stored batch shapes
+        try:
+            instance = super().__call__(*args, **kwargs)
+        finally:
+            CONSTRUCTING.depth -= 1
         if isinstance(instance, Distribution):
             _adopt_children(instance)
             _settle(instance)
@@ -150,7 +155,8 @@ def _build_stable_class(cls: type) -> None:
                         derived=tuple(derived), own_flatten=own is not None)
     if own is not None:
         own = (_checked_own_flatten(cls, own[0]), own[1])
-    register(cls, table, own)
+    numpyro_names = tuple(b.__name__ for b in cls.__mro__ if is_numpyro_class(b))
+    register(cls, table, own, batch_rule(cls, table.data, table.array_fields, numpyro_names))
     register_serialization(cls, own is not None)  # jax.export hook (export.py)
     lazy = frozenset(n for n in lazy_names | set(derived)
                      if isinstance(getattr(cls, n, None), cached_lazy_property))

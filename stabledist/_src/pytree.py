@@ -29,6 +29,19 @@ from jax.tree_util import GetAttrKey
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 from numpyro.distributions.util import lazy_property
 
+from stabledist._src.batching import (
+    CONSTRUCTING,
+    DERIVED_BEFORE,
+    EVENT,
+    STORED_BATCH_SHAPE,
+    BatchRule,
+    derive,
+    needs_derivation,
+    same,
+    to_event,
+    undo,
+)
+
 __all__ = ["ClassPytree", "FieldTable", "StaticValue", "field_table", "pytree_of", "register"]
 
 # Aux fields every distribution has (``_validate_args`` is put last).
@@ -150,6 +163,7 @@ def register(
     cls: type,
     table: FieldTable,
     own: tuple[Callable[..., Any], Callable[..., Any]] | None = None,
+    rule: BatchRule | None = None,
 ) -> ClassPytree:
     """Register ``cls`` with JAX and record its `ClassPytree`.
 
@@ -158,7 +172,9 @@ def register(
     ``_validate_args`` is numpyro's: the value a constructor was given, else ``None``, and
     unflatten sets it, so a rebuilt instance validates exactly when numpyro's would (a
     ``validate_args`` given survives; the class default, on in numpyro 0.22, does not) and has
-    the same tree structure as the instance it came from. JAX gets key paths (``.loc``),
+    the same tree structure as the instance it came from. With a `BatchRule`, unflatten reads
+    the batch shape from the leaves where their ranks disagree with the stored one
+    (`stabledist._src.batching`). JAX gets key paths (``.loc``),
     unless ``own`` gives a user class's own ``(tree_flatten, tree_unflatten)``, which JAX then
     calls instead.
     """
@@ -192,6 +208,8 @@ def register(
         absent = tuple(filterfalse(state.__contains__, tracked_names))
         children = tuple(map(state.get, data))
         statics = (*map(state.get, required_aux), state.get(_VALIDATE))
+        if STORED_BATCH_SHAPE in state:  # derived from the leaves: aux data keeps numpyro's
+            statics = (state[STORED_BATCH_SHAPE], *statics[1:])
         if list_at:
             statics = _freeze(statics, list_at)
         if hybrid_at:
@@ -231,6 +249,11 @@ def register(
                 del state[name]
         d = new(cls)
         d.__dict__ = state
+        if rule is not None:
+            if needs_derivation(state, rule, children):
+                return derive(d, rule, children)
+            if DERIVED_BEFORE and not CONSTRUCTING.depth:
+                undo(state)
         return d
 
     def checked_unflatten(statics: tuple[Any, ...], children: Any) -> Any:
@@ -251,7 +274,9 @@ def register(
         )
 
     if not special:  # generated straight-line code, as dataclasses does for __init__
-        flatten, unflatten = _generate(cls, data, required_aux, _flatten_general, unflatten)
+        nested = any(name not in table.array_fields for name in data)
+        flatten, unflatten = _generate(cls, data, required_aux, _flatten_general, unflatten,
+                                       rule, nested)
     if own is None:
         jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
     else:
@@ -267,6 +292,8 @@ def _generate(
     required_aux: tuple[str, ...],
     flatten_general: Callable[[Any, dict[str, Any]], Any],
     unflatten_general: Callable[[tuple[Any, ...], Any], Any],
+    rule: BatchRule | None = None,
+    nested: bool = False,
 ) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """Straight-line flatten/unflatten for a class without hybrid or list fields.
 
@@ -278,7 +305,9 @@ def _generate(
     leaves = [f"_{i}" for i in range(len(data))]
     statics = [f"_a{i}" for i in range(len(required_aux))]
     get = [f"s[{n!r}]" for n in data]
-    get_aux = [f"s[{n!r}]" for n in required_aux]
+    # a batch shape derived from the leaves is not aux data: numpyro's stored one is
+    get_aux = [f"s.get({STORED_BATCH_SHAPE!r}, s[{n!r}])" if n == "_batch_shape" else f"s[{n!r}]"
+               for n in required_aux]
     state = [f"{n!r}: {v}" for n, v in zip((*data, *required_aux, _VALIDATE),
                                             [*leaves, *statics, "va"])]
     unpack_leaves = "".join(f"{v}, " for v in leaves)
@@ -304,6 +333,7 @@ def _generate(
         f"    state = {{{', '.join(state)}}}",
         "    d = new(cls)",
         "    d.__dict__ = state",
+        *_batch_check(rule, required_aux, nested),
         "    return d",
     ]
     source = "\n".join(lines) + "\n"
@@ -312,10 +342,43 @@ def _generate(
     namespace: dict[str, Any] = {
         "new": cls.__new__, "cls": cls,
         "flatten_general": flatten_general, "unflatten_general": unflatten_general,
+        "rule": rule, "derive": derive, "needs_derivation": needs_derivation, "undo": undo,
+        "derived_before": DERIVED_BEFORE, "constructing": CONSTRUCTING,
     }
     # names are repr()-quoted; values are bound in the namespace, never spliced into code
     exec(compile(source, filename, "exec"), namespace)
     return namespace["flatten"], namespace["unflatten"]
+
+
+def _batch_check(rule: BatchRule | None, required_aux: tuple[str, ...],
+                 nested: bool) -> list[str]:
+    """Lines of the generated unflatten that send an instance whose parameter ranks disagree
+    with its stored batch shape to `derive`: one ``len`` per parameter, nothing more. An
+    instance that keeps its shape gives nested distributions derived by this unflatten their
+    stored shapes back (numpyro's truncated and censored classes hold a base distribution whose
+    parameters have the parent's rank and whose stored shape is its own)."""
+    if rule is None:
+        return []
+    keep_children = (["    if derived_before and not constructing.depth:",
+                      "        undo(state)"] if nested else [])
+    batch, event = (f"_a{required_aux.index(n)}" for n in _BASE_AUX)
+    if rule.keep:  # children derived by this unflatten get their shapes back
+        return ["    if derived_before and not constructing.depth:",
+                "        undo(state)"]
+    if rule.arrays:
+        ranks = [f"len(getattr(_{i}, 'shape', ())) - {f'len({event})' if e == EVENT else e}"
+                 for i, e in rule.arrays]
+    elif all(offset in (same, to_event) for _, offset in rule.children):
+        ranks = [f"len(getattr(_{i}, '_batch_shape', ()))" + (
+            "" if offset is same else
+            f" - len({event}) + len(getattr(_{i}, '_event_shape', ()))")
+            for i, offset in rule.children]
+    else:
+        return ["    if needs_derivation(state, rule, children):",
+                "        return derive(d, rule, children)", *keep_children]
+    test = " or ".join(f"{r} != n" for r in ranks)
+    return [f"    n = len({batch})", f"    if {test}:",
+            "        return derive(d, rule, children)", *keep_children]
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:

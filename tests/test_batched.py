@@ -1,0 +1,204 @@
+"""A distribution that leaves ``vmap`` is a batched distribution (issue 24, point 1).
+
+Over every catalog example: the vmapped instance has the mapped axis in front of its batch
+shape and the numbers of its elements (``log_prob``, ``sample``, ``mean``/``variance``); inside
+``vmap`` it is its element again; numpyro's `promote_batch_shape` agrees where its default rule
+is right. The classes `stabledist._src.batching` does not derive keep numpyro's behaviour
+exactly: the same batch shape, and an error only where numpyro raises too. Then the programs
+users run: models with vmapped priors under NUTS, SVI and Predictive against numpyro with the
+stacked parameters, contrib ``scan`` with expanded sites against numpyro, stacks and scans of
+instances, ``out_axes``, and leaves that are not arrays.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as nd
+import pytest
+from jax.sharding import PartitionSpec
+from numpyro import handlers
+from numpyro.contrib.control_flow import scan
+from numpyro.distributions.batch_util import promote_batch_shape
+from numpyro.infer import MCMC, NUTS, SVI, Predictive, Trace_ELBO
+from numpyro.infer.autoguide import AutoNormal
+
+import stabledist as dist
+from stabledist._src.batching import NOT_DERIVED, _holds_expanded
+
+N = 2
+KEY = jax.random.PRNGKey(0)
+# numpyro's default `promote_batch_shape` broadcasts the parameters' shapes only: it misses a
+# class whose parameters are all nested distributions (it returns the stored shape) and reads
+# MatrixNormal's matrix-valued ``loc`` as a vector
+NUMPYRO_PROMOTE_WRONG = {"FoldedDistribution", "Mixture", "MixtureGeneral", "MixtureSameFamily",
+                         "TransformedDistribution", "Unit", "MatrixNormal"}
+
+
+def _vmapped(module, build):
+    return jax.vmap(lambda _: build(module))(jnp.arange(N))
+
+
+def _derived(d) -> bool:
+    names = {c.__name__ for c in type(d).__mro__}
+    has_leaves = any(hasattr(x, "shape") for x in jax.tree.leaves(d))
+    return has_leaves and not (names & NOT_DERIVED) and not _holds_expanded(vars(d).values())
+
+
+def _outcome(f):
+    try:
+        return "ok", f()
+    except Exception as e:
+        return type(e).__name__, None
+
+
+def test_vmap_output_is_the_batch_of_its_elements(builder):
+    d = builder(dist)
+    try:
+        v = _vmapped(dist, builder)
+    except ValueError as e:  # no parameter at all (TruncatedPolyaGamma): nothing to map
+        assert "at least one argument containing an array" in str(e)
+        return
+    batch, event = tuple(d.batch_shape), tuple(d.event_shape)
+    if not _derived(d):
+        upstream = _vmapped(nd, builder)
+        assert v.batch_shape == upstream.batch_shape
+        x = _outcome(lambda: d.sample(KEY))[1]
+        for method in (lambda e: e.sample(KEY), lambda e: e.log_prob(jnp.stack([x] * N))):
+            ours = _outcome(lambda m=method: m(v))
+            theirs = _outcome(lambda m=method: m(upstream))
+            assert ours[0] == theirs[0] or theirs[0] != "ok", (ours[0], theirs[0])
+        return
+    assert (v.batch_shape, v.event_shape) == ((N, *batch), event)
+    name = type(d).__name__
+    if name not in NUMPYRO_PROMOTE_WRONG:
+        promoted = _outcome(lambda: promote_batch_shape(_vmapped(nd, builder)).batch_shape)
+        assert promoted[0] != "ok" or promoted[1] == v.batch_shape
+    inside = []
+    jax.vmap(lambda e: inside.append(e.batch_shape) or 0)(v)
+    assert inside == [batch]
+    assert jax.jit(lambda e: e)(v).batch_shape == v.batch_shape
+
+    drawn = _outcome(lambda: d.sample(KEY))
+    if drawn[0] == "ok":
+        x = drawn[1]
+        np.testing.assert_allclose(v.log_prob(jnp.stack([x] * N)),
+                                   jnp.stack([d.log_prob(x)] * N), rtol=1e-6)
+        assert v.sample(KEY, (3,)).shape == (3, N, *batch, *event)
+    for moment in ("mean", "variance"):
+        one = _outcome(lambda m=moment: getattr(d, m))
+        if one[0] == "ok":
+            np.testing.assert_allclose(getattr(v, moment), jnp.stack([one[1]] * N), rtol=1e-6)
+
+
+@pytest.mark.parametrize("module", [nd, dist], ids=["numpyro", "stabledist"])
+def test_numpyro_keeps_the_stale_shape(module):
+    """The contrast the feature exists for: numpyro's vmapped Normal claims batch shape ()."""
+    v = jax.vmap(lambda m: module.Normal(m, 1.0))(jnp.arange(3.0))
+    assert v.batch_shape == ((3,) if module is dist else ())
+
+
+def test_nested_vmap_under_jit_and_out_axes():
+    f = jax.jit(jax.vmap(jax.vmap(lambda m: dist.Normal(m, jnp.ones(4)))))
+    assert f(jnp.ones((2, 3))).batch_shape == (2, 3, 4)
+    # the mapped axis inside the batch: numpyro's broadcasting rule gives the right shape
+    g = jax.vmap(lambda m: dist.Normal(m * jnp.ones(4), 1.0), out_axes=1)(jnp.ones(3))
+    assert (g.loc.shape, g.scale.shape, g.batch_shape) == ((4, 3), (1, 3), (4, 3))
+    np.testing.assert_array_equal(g.log_prob(jnp.zeros((4, 3))),
+                                  nd.Normal(g.loc, g.scale).log_prob(jnp.zeros((4, 3))))
+
+
+def test_stacks_and_scans_of_instances_are_batched():
+    parts = [dist.MultivariateNormal(jnp.full(3, float(i)), jnp.eye(3)) for i in range(4)]
+    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *parts)
+    assert (stacked.batch_shape, stacked.event_shape) == ((4,), (3,))
+    _, ys = jax.lax.scan(lambda c, m: (c, dist.Normal(m, 1.0)), 0.0, jnp.arange(5.0))
+    assert ys.batch_shape == (5,)
+    # and a batched instance as scan's xs is its elements inside the body
+    _, lp = jax.lax.scan(lambda c, e: (c, e.log_prob(jnp.zeros(3))), 0.0, stacked)
+    np.testing.assert_allclose(lp, stacked.log_prob(jnp.zeros(3)), rtol=1e-6)
+
+
+def test_leaves_that_are_not_arrays_never_change_the_shape():
+    d = dist.Normal(jnp.zeros(3), 1.0)
+    for leaf in (0, None, "x", PartitionSpec("batch"), object()):
+        assert jax.tree.map(lambda _, v=leaf: v, d).batch_shape == (3,)
+    # in_axes specs built from an instance map it as usual
+    batched = dist.Normal(jnp.zeros((5, 3)), jnp.ones((5, 3)))
+    spec = jax.tree.map(lambda _: 0, batched)
+    assert spec.batch_shape == (5, 3)
+    assert jax.vmap(lambda e: e.log_prob(0.0), in_axes=(spec,))(batched).shape == (5, 3)
+
+
+def test_expanded_distributions_keep_numpyros_shape():
+    """Not derived (the docs list it): numpyro's `promote_batch_shape` does it with new
+    leaves, as contrib ``scan`` calls it, and gets the base's stored shape."""
+    v = jax.vmap(lambda m: dist.Normal(m, 1.0).expand((3,)))(jnp.arange(4.0))
+    upstream = jax.vmap(lambda m: nd.Normal(m, 1.0).expand((3,)))(jnp.arange(4.0))
+    assert (v.batch_shape, v.base_dist.batch_shape) == (upstream.batch_shape,
+                                                        upstream.base_dist.batch_shape)
+    assert promote_batch_shape(v).batch_shape == promote_batch_shape(upstream).batch_shape
+
+
+def _scan_model(module):
+    def model(y=None):
+        def step(c, yt):
+            x = numpyro.sample("x", module.Normal(c, 1.0).expand([3]).to_event(1))
+            numpyro.sample("m", module.Normal(0.0, 1.0).expand([2]).mask(True).to_event(1))
+            z = numpyro.sample("z", module.Normal(x.sum(), 1.0), obs=yt)
+            return x.mean(), z
+        return scan(step, 0.0, y, length=4)
+    return model
+
+
+def test_contrib_scan_is_numpyros():
+    """contrib ``scan`` stacks the sites' distributions and calls `promote_batch_shape`:
+    derived shapes must not be promoted twice."""
+    traces = [handlers.trace(handlers.seed(_scan_model(m), 0)).get_trace(y=jnp.ones(4))
+              for m in (nd, dist)]
+    for name in ("x", "m", "z"):
+        a, b = (t[name] for t in traces)
+        assert (a["fn"].batch_shape, a["fn"].event_shape) == (b["fn"].batch_shape,
+                                                             b["fn"].event_shape)
+        np.testing.assert_array_equal(a["fn"].log_prob(a["value"]), b["fn"].log_prob(b["value"]))
+
+
+def _prior(module, mus):
+    if module is dist:
+        return jax.vmap(lambda m: dist.Normal(m, 2.0))(mus)  # a batched prior out of vmap
+    return nd.Normal(mus, jnp.full(mus.shape, 2.0))  # numpyro: the stacked parameters
+
+
+def _model(module):
+    def model(y=None):
+        mus = jnp.linspace(-1.0, 1.0, 3)
+        with numpyro.plate("k", 3):
+            theta = numpyro.sample("theta", _prior(module, mus))
+        numpyro.deterministic("total", theta.sum())
+        with numpyro.plate("n", 5):
+            numpyro.sample("y", nd.Normal(theta.sum(), 1.0), obs=y)
+    return model
+
+
+def test_vmapped_prior_gives_numpyros_numbers_in_inference():
+    y = jnp.linspace(0.0, 2.0, 5)
+    out = {}
+    for module in (nd, dist):
+        mcmc = MCMC(NUTS(_model(module)), num_warmup=30, num_samples=30, progress_bar=False)
+        mcmc.run(jax.random.PRNGKey(1), y=y)
+        guide = AutoNormal(_model(module))
+        svi = SVI(_model(module), guide, numpyro.optim.Adam(0.05), Trace_ELBO())
+        result = svi.run(jax.random.PRNGKey(2), 20, y=y, progress_bar=False)
+        pred = Predictive(_model(module), mcmc.get_samples())(jax.random.PRNGKey(3))
+        out[module.__name__] = (mcmc.get_samples()["theta"], result.losses, pred["y"])
+    for a, b in zip(*out.values()):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_unflatten_of_a_class_without_rule_is_unchanged():
+    """The rule is per class; `ImproperUniform` has none and keeps its given shape."""
+    d = dist.ImproperUniform(nd.constraints.real, (2,), (3,))
+    assert jax.tree.map(lambda x: x, d).batch_shape == (2,)
+    assert not any(hasattr(x, "shape") for x in jax.tree.leaves(d))
