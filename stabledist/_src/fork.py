@@ -43,6 +43,7 @@ from stabledist._src.export import register_serialization  # jax.export hook (ex
 from stabledist._src.introspect import is_numpyro_class
 from stabledist._src.pytree import StaticPredicate, field_table, pytree_of, register
 from stabledist._src.quirks import DERIVED_ATTRIBUTES, EXTRA_FIELDS, HYBRID_FIELDS
+from stabledist._src.slicing import getitem
 
 __all__ = ["Distribution", "is_stable", "make_stable", "stabilize", "stable_class",
            "upstream_class"]
@@ -473,6 +474,13 @@ class Distribution(_SkipNumpyroRegistration, _NumpyroDistribution, metaclass=Sta
 
     def mask(self, mask: Any) -> MaskedDistribution:
         return stabilize(super().mask(mask))
+
+    def __getitem__(self, index: Any) -> Distribution:
+        """The distribution of the batch elements ``index`` selects (NumPy's indexing of the
+        batch dimensions; event dimensions untouched): `stabledist._src.slicing`."""
+        return getitem(self, index)
+
+    __iter__ = None  # indexable, not iterable: ``for x in d`` would loop until IndexError
 
     def __setattr__(self, name: str, value: Any) -> None:
         """numpyro's assignment; after construction, assigning a pytree field drops the

@@ -1,0 +1,240 @@
+"""Batch slicing: ``d[idx]`` indexes a distribution's batch dimensions, as NumPy indexes an
+array's leading dimensions, and leaves its event dimensions alone.
+
+TFP and distrax slice batches of distributions; numpyro cannot. A stable class knows each
+parameter's event rank (`stabledist._src.batching`), so a slice is built by the class's own
+constructor from its parameters broadcast to the batch shape and indexed, and from its nested
+distributions sliced the same way (aligned to the right, as they broadcast against the parent).
+The constructor recomputes everything derived (``TruncatedNormal``'s promoted base,
+``LowRankMultivariateNormal``'s capacitance), so ``d[i]`` is the distribution of element ``i``
+with the numbers ``vmap`` sees. `ExpandedDistribution` slices its base where the base has the
+dimension and keeps the expansion. A class whose constructor cannot be called from its fields
+(a transform with batched parameters, a distribution of a user's class without a constructor of
+its fields) raises a `TypeError` saying so.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
+from numpyro.distributions.distribution import ExpandedDistribution
+from numpyro.distributions.transforms import Transform
+
+from stabledist._src.batching import CHILD_OFFSETS, EVENT, EVENT_RANKS, _event_rank
+
+__all__ = ["getitem"]
+
+_Index = tuple[Any, ...]
+
+
+def getitem(d: Any, index: Any) -> Any:
+    """``d[index]``: see the module doc."""
+    batch = tuple(d.batch_shape)
+    full = _normalize(index, len(batch), type(d).__name__)
+    return _slice(d, full, batch)
+
+
+def _normalize(index: Any, ndim: int, name: str) -> _Index:
+    """``index`` as a tuple with one entry per batch dimension (``None`` entries extra)."""
+    items = index if isinstance(index, tuple) else (index,)
+    if any(_is_bool_array(i) for i in items):
+        raise TypeError(f"{name}[...]: boolean masks are not supported; index with "
+                        "integers, slices, ..., None or integer arrays")
+    ellipses = sum(i is Ellipsis for i in items)
+    if ellipses > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(i is not None and i is not Ellipsis for i in items)
+    if used > ndim:
+        raise IndexError(f"too many indices for the batch shape of {name}: its batch is "
+                         f"{ndim}-dimensional, but {used} were indexed")
+    fill = (slice(None),) * (ndim - used)
+    if ellipses:
+        at = items.index(Ellipsis)
+        return (*items[:at], *fill, *items[at + 1:])
+    return (*items, *fill)
+
+
+def _is_bool_array(i: Any) -> bool:
+    dtype = getattr(i, "dtype", None)
+    return isinstance(i, bool) or (dtype is not None and np.dtype(dtype) == np.bool_)
+
+
+def _sliced_shape(shape: tuple[int, ...], index: _Index) -> tuple[int, ...]:
+    """The shape ``x[index]`` has for ``x`` of ``shape``, and NumPy's IndexError for a static
+    index out of range (a traced index follows JAX's rules: no error)."""
+    static = tuple(np.zeros(np.shape(i), dtype=np.intp) if isinstance(i, jax.Array) else i
+                   for i in index)
+    return np.broadcast_to(np.empty((), dtype=bool), shape)[static].shape
+
+
+def _slice(d: Any, index: _Index, batch: tuple[int, ...]) -> Any:
+    """``d`` broadcast to ``batch`` (its own batch shape or a parent's it broadcasts against)
+    and indexed by ``index`` (one entry per dimension of ``batch``)."""
+    new_batch = _sliced_shape(batch, index)
+    cls = type(d)
+    if _NOT_SLICEABLE.intersection(c.__name__ for c in cls.__mro__):
+        raise _unsliceable(cls, "its batch shape is not carried by its parameters")
+    if isinstance(d, ExpandedDistribution):  # the base broadcast to the expanded shape
+        return type(d)(_slice(d.base_dist, index, batch), new_batch)
+    state = d.__dict__
+
+    def sliced(name: str) -> Any:
+        if name in _fields(cls) or name in cls.arg_constraints:  # Multinomial's total_count
+            return _slice_field(cls, state, name, index, batch)  # is aux data
+        return state[name]
+
+    kwargs = _constructor_arguments(cls, state, sliced, new_batch)
+    if kwargs is None:  # no constructor of its fields: a copy with the fields sliced
+        result = object.__new__(cls)
+        result.__dict__ = {**state, **{n: sliced(n) for n in _fields(cls) if n in state},
+                           "_batch_shape": new_batch}
+        return result
+    try:
+        result = cls(**kwargs)
+    except (TypeError, ValueError) as e:
+        raise _unsliceable(cls, f"its constructor refused the sliced fields ({e})") from e
+    if tuple(result.batch_shape) != new_batch:
+        raise _unsliceable(cls, f"rebuilt with batch shape {tuple(result.batch_shape)} "
+                                f"where {new_batch} was expected")
+    return result
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    from stabledist._src.pytree import pytree_of
+
+    return pytree_of(cls).table.data
+
+
+def _slice_field(cls: type, state: dict[str, Any], name: str, index: _Index,
+                 batch: tuple[int, ...]) -> Any:
+    value = state.get(name)
+    if isinstance(value, _NumpyroDistribution):
+        return _slice_child(cls, state, name, value, index, batch)
+    if isinstance(value, list | tuple) and any(
+            isinstance(v, _NumpyroDistribution) for v in value):
+        return type(value)(_slice_child(cls, state, name, v, index, batch)
+                           if isinstance(v, _NumpyroDistribution) else v for v in value)
+    if isinstance(value, Transform) or (
+            isinstance(value, list) and any(isinstance(v, Transform) for v in value)):
+        if any(np.ndim(leaf) > 0 for leaf in jax.tree.leaves(value)):
+            raise _unsliceable(cls, "its transforms have array parameters")
+        return value
+    if not _is_array_like(value) or isinstance(value, bool):
+        return value
+    rank = _rank(cls, name)
+    if rank is None:
+        raise _unsliceable(cls, f"the event rank of its field {name!r} is unknown")
+    rank = len(state["_event_shape"]) if rank == EVENT else rank
+    return _slice_parameter(value, rank, index, batch)
+
+
+def _slice_child(cls: type, state: dict[str, Any], name: str, child: Any, index: _Index,
+                 batch: tuple[int, ...]) -> Any:
+    """A nested distribution broadcasts against the parent's batch (aligned to the right),
+    except its ``offset`` trailing batch dimensions, which the parent does not index."""
+    offset = _offsets(cls).get(name)
+    extra = max(offset(state, child), 0) if offset is not None else 0
+    own = _effective_batch(child)
+    trailing = own[len(own) - extra:] if extra else ()
+    return _slice(child, index + (slice(None),) * extra, batch + trailing)
+
+
+def _constructor_arguments(cls: type, state: dict[str, Any], sliced: Any,
+                           new_batch: tuple[int, ...]) -> dict[str, Any] | None:
+    """The constructor's arguments, from the sliced fields and the other attributes; None when
+    an argument without default is neither."""
+    kwargs: dict[str, Any] = {}
+    parameters = _constructor_parameters(cls)
+    fields = [next((f for f in (n, f"_{n}", _ALIASES.get(n)) if f in state), None)
+              for n in parameters]
+    if any(f is None and p.default is inspect.Parameter.empty and n != "batch_shape"
+           for f, (n, p) in zip(fields, parameters.items())):
+        return None
+    for field, name in zip(fields, parameters):
+        if name == "batch_shape":
+            kwargs[name] = new_batch
+            continue
+        if field is not None:
+            kwargs[name] = sliced(field)
+    if _accepts_validate_args(cls):
+        kwargs["validate_args"] = state.get("_validate_args")
+    return kwargs
+
+
+def _rank(cls: type, name: str) -> int | None:
+    for base in cls.__mro__:
+        if name in _MORE_RANKS.get(base.__name__, {}):
+            return _MORE_RANKS[base.__name__][name]
+    for base in cls.__mro__:
+        if name in EVENT_RANKS.get(base.__name__, {}):
+            return EVENT_RANKS[base.__name__][name]
+    return _event_rank(cls, name)
+
+
+def _slice_parameter(value: Any, rank: int, index: _Index, batch: tuple[int, ...]) -> Any:
+    shape = np.shape(value)
+    event = shape[len(shape) - rank:] if rank else ()
+    return jnp.broadcast_to(value, batch + event)[index]
+
+
+def _effective_batch(d: Any) -> tuple[int, ...]:
+    """The batch shape ``d``'s parameters have: numpyro's truncated and censored constructors
+    promote a base distribution's parameters to the parent's rank and keep its stored shape."""
+    shapes = [tuple(d.batch_shape)]
+    cls, state = type(d), d.__dict__
+    for name in getattr(cls, "arg_constraints", {}):
+        value = state.get(name)
+        rank = _event_rank(cls, name)
+        if rank is None or not _is_array_like(value):
+            continue
+        rank = len(state["_event_shape"]) if rank == EVENT else rank
+        shape = np.shape(value)
+        shapes.append(shape[: max(len(shape) - rank, 0)])
+    return tuple(np.broadcast_shapes(*shapes))
+
+
+def _offsets(cls: type) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for base in reversed(cls.__mro__):
+        found.update(CHILD_OFFSETS.get(base.__name__, {}))
+        found.update(_MORE_OFFSETS.get(base.__name__, {}))
+    return found
+
+
+# Nested distributions with trailing batch dimensions of their own, beyond `CHILD_OFFSETS`
+# (which lists those that tell a parent's batch shape): a mixture's components carry the
+# mixture axis.
+_MORE_OFFSETS: dict[str, dict[str, Any]] = {
+    "MixtureSameFamily": {"_component_distribution": lambda parent, child: 1},
+}
+# fields a constructor takes that are not in ``arg_constraints``, by event rank
+_MORE_RANKS: dict[str, dict[str, int]] = {
+    "MaskedDistribution": {"_mask": 0},
+}
+# classes a slice cannot be built for: ``t`` is a time grid, not a batched parameter
+_NOT_SLICEABLE = frozenset({"EulerMaruyama"})
+# constructor arguments stored under another name
+_ALIASES = {"base_distribution": "base_dist"}
+
+
+def _constructor_parameters(cls: type) -> dict[str, inspect.Parameter]:
+    parameters = dict(inspect.signature(cls.__init__).parameters)
+    return {n: p for n, p in parameters.items() if n not in ("self", "validate_args")
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+
+
+def _accepts_validate_args(cls: type) -> bool:
+    return "validate_args" in inspect.signature(cls.__init__).parameters
+
+
+def _is_array_like(value: Any) -> bool:
+    return isinstance(value, jax.Array | np.ndarray | np.generic | float | int)
+
+
+def _unsliceable(cls: type, why: str) -> TypeError:
+    return TypeError(f"{cls.__name__} cannot be sliced: {why}")

@@ -1,0 +1,132 @@
+"""Batch slicing, ``d[idx]`` (issue 24, point 2).
+
+Over every catalog example with batch dimensions: integers, negative integers, slices, ``...``,
+``None`` and integer arrays select what the same index selects of the log-density array, with
+the event dimensions untouched; ``d[i]`` is what ``vmap`` sees as the i-th element; static
+out-of-range indices raise NumPy's IndexError; a traced index works under ``jit``. The classes
+that cannot be sliced raise a TypeError that says so.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import stabledist as dist
+from stabledist._src.slicing import _normalize
+from stabledist.testing import catalog
+from tests.test_batched import _derived
+
+KEY = jax.random.PRNGKey(0)
+UNSLICEABLE = {"EulerMaruyama"}  # its `t` is a time grid: the docs list it
+INDICES = [0, -1, (..., 0), (None, ...), slice(1, None), np.array([0, 0, 1]),
+           (Ellipsis, None)]
+
+
+def _value(d, name):
+    """A value in the support with the distribution's full shape."""
+    values = catalog.LOG_PROB_VALUES
+    if name in values:
+        x = values[name]() if callable(values[name]) else values[name]
+    else:
+        x = d.sample(KEY)
+    return jnp.broadcast_to(x, d.batch_shape + d.event_shape)
+
+
+def _name(builder) -> str:
+    return type(builder(dist)).__name__
+
+
+def test_slices_select_what_numpy_selects(builder):
+    d = builder(dist)
+    if not d.batch_shape:
+        with pytest.raises(IndexError, match="too many indices"):
+            d[0]
+        return
+    name = type(d).__name__
+    if name in UNSLICEABLE:
+        with pytest.raises(TypeError, match="cannot be sliced"):
+            d[0]
+        return
+    try:
+        x = _value(d, name)
+        lp = d.log_prob(x)
+    except NotImplementedError:  # ImproperUniform has no sample
+        x, lp = None, None
+    for index in INDICES:
+        full = _normalize(index, len(d.batch_shape), name)
+        s = d[index]
+        assert type(s).__name__ == name
+        assert s.batch_shape == np.empty(d.batch_shape)[full].shape
+        assert s.event_shape == d.event_shape
+        if lp is not None:
+            np.testing.assert_allclose(s.log_prob(x[full]), lp[full], rtol=1e-5, atol=1e-6)
+    with pytest.raises(IndexError):
+        d[d.batch_shape[0]]
+    with pytest.raises(IndexError, match="too many indices"):
+        d[(0,) * (len(d.batch_shape) + 1)]
+
+
+def test_an_element_is_what_vmap_sees(builder):
+    d = builder(dist)
+    if len(d.batch_shape) == 0 or type(d).__name__ in UNSLICEABLE | {"ImproperUniform"}:
+        return
+    x = _value(d, type(d).__name__)
+    lp = d.log_prob(x)
+    for i in (0, -1):
+        np.testing.assert_allclose(d[i].log_prob(x[i]), lp[i], rtol=1e-5, atol=1e-6)
+    if _derived(d):  # and the stack of two elements is their batch (test_batched.py)
+        stacked = jax.tree.map(lambda *xs: jnp.stack(xs), d[0], d[-1])
+        assert stacked.batch_shape == (2, *d.batch_shape[1:])
+        np.testing.assert_allclose(stacked.log_prob(x[jnp.array([0, -1])]),
+                                   lp[jnp.array([0, -1])], rtol=1e-5, atol=1e-6)
+    for moment in ("mean", "variance"):
+        try:
+            whole = getattr(d, moment)
+        except (NotImplementedError, ValueError, ImportError):
+            continue
+        np.testing.assert_allclose(getattr(d[0], moment), whole[0], rtol=1e-5, atol=1e-6)
+
+
+def test_traced_index_under_jit():
+    d = dist.Normal(jnp.arange(5.0), jnp.ones(5))
+    f = jax.jit(lambda d, i: d[i].mean)
+    assert float(f(d, 3)) == 3.0
+    assert jax.jit(lambda d, i: d[i].batch_shape)  # static shape from a traced index
+    np.testing.assert_array_equal(jax.jit(lambda d, i: d[i].mean)(d, jnp.array([4, 0])),
+                                  jnp.array([4.0, 0.0]))
+
+
+def test_nested_and_broadcast_parameters():
+    base = dist.Normal(jnp.arange(6.0).reshape(2, 3), 1.0)  # scale broadcast
+    ind = base.to_event(1)
+    assert ind[1].batch_shape == () and ind[1].event_shape == (3,)
+    np.testing.assert_array_equal(ind[1].base_dist.loc, jnp.arange(3.0, 6.0))
+    tn = dist.TruncatedNormal(jnp.zeros(4), 1.0, low=jnp.array([-1.0, 0.0, 1.0, 2.0]))
+    np.testing.assert_allclose(tn[2:].log_prob(2.5), tn.log_prob(2.5)[2:], rtol=1e-6)
+    masked = base.mask(jnp.array([[True, False, True], [False, True, False]]))
+    np.testing.assert_array_equal(masked[:, 1].log_prob(0.0), masked.log_prob(0.0)[:, 1])
+    expanded = dist.Normal(0.0, 1.0).expand((4, 3))
+    assert expanded[np.array([0, 2])].batch_shape == (2, 3)
+
+
+def test_not_iterable():
+    with pytest.raises(TypeError, match="not iterable"):
+        iter(dist.Normal(jnp.zeros(3), 1.0))
+
+
+def test_boolean_masks_are_refused_clearly():
+    with pytest.raises(TypeError, match="boolean masks"):
+        dist.Normal(jnp.zeros(3), 1.0)[jnp.array([True, False, True])]
+
+
+def test_unsliceable_transforms_say_so():
+    from numpyro.distributions.transforms import AffineTransform
+
+    d = dist.TransformedDistribution(dist.Normal(jnp.zeros(3), 1.0),
+                                     AffineTransform(jnp.arange(3.0), 2.0))
+    with pytest.raises(TypeError, match="TransformedDistribution cannot be sliced: its "
+                                        "transforms have array parameters"):
+        d[0]
