@@ -15,7 +15,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-CACHE, PYTREE, FORK = (f"stabledist/_src/{m}.py" for m in ("cache", "pytree", "fork"))
+CACHE, PYTREE, FORK, BATCHING = (f"stabledist/_src/{m}.py"
+                                 for m in ("cache", "pytree", "fork", "batching"))
 
 # the fast test selections: each mutant names the tests that should catch it
 _CACHE_TESTS = "tests/test_cache.py"
@@ -159,6 +160,23 @@ MUTANTS: tuple[AstMutant, ...] = (
         "pytree: tree_unflatten called by hand skips the leaf-kind check (no clear error for "
         "a string or distribution as a parameter)",
         _PYTREE_TESTS,
+    ),
+    # ---- batching.py -------------------------------------------------------------------------
+    AstMutant(
+        BATCHING, "_derived_shape", "lead + stored", "stored + lead",
+        "batching: the mapped axes of a vmapped distribution go behind its batch shape",
+        _k("tests/test_batched.py", "MultivariateNormal or nested or stacks"),
+    ),
+    AstMutant(
+        BATCHING, "undo", "state[name] = _restored(value)", "state[name] = value",
+        "batching: a parent that keeps its shape leaves its children derived (numpyro's "
+        "censored classes then get another batch shape in a round trip)",
+        _k("tests/test_pytree.py", "test_round_trip_is_exact and Censored"),
+    ),
+    AstMutant(
+        FORK, "StableMeta.__call__", "CONSTRUCTING.depth += 1", "CONSTRUCTING.depth += 0",
+        "fork: shapes are derived inside numpyro's constructors (which rely on stored ones)",
+        _k("tests/test_batched.py", "Censored or Truncated"),
     ),
     # ---- fork.py -----------------------------------------------------------------------------
     AstMutant(
