@@ -202,3 +202,23 @@ def test_unflatten_of_a_class_without_rule_is_unchanged():
     d = dist.ImproperUniform(nd.constraints.real, (2,), (3,))
     assert jax.tree.map(lambda x: x, d).batch_shape == (2,)
     assert not any(hasattr(x, "shape") for x in jax.tree.leaves(d))
+
+
+def _shapes_all_the_way_down(d) -> list:
+    found = [(type(d).__name__, tuple(d.batch_shape), tuple(d.event_shape))]
+    for value in vars(d).values():
+        values = value if isinstance(value, list | tuple) else [value]
+        for v in values:
+            if isinstance(v, nd.Distribution):
+                found += _shapes_all_the_way_down(v)
+    return found
+
+
+def test_construction_gives_numpyros_shapes_all_the_way_down(builder):
+    """numpyro's truncated and censored constructors promote a base distribution's parameters
+    with ``jax.tree.map`` and keep its stored batch shape: nothing is derived inside a
+    constructor, so every nested distribution has numpyro's shapes (and a round trip too)."""
+    ours, theirs = builder(dist), builder(nd)
+    assert _shapes_all_the_way_down(ours) == _shapes_all_the_way_down(theirs)
+    assert _shapes_all_the_way_down(jax.tree.map(lambda x: x, ours)) == \
+        _shapes_all_the_way_down(theirs)

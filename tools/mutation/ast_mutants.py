@@ -168,15 +168,15 @@ MUTANTS: tuple[AstMutant, ...] = (
         _k("tests/test_batched.py", "MultivariateNormal or nested or stacks"),
     ),
     AstMutant(
-        BATCHING, "undo", "state[name] = _restored(value)", "state[name] = value",
+        BATCHING, "undo", "_restored(value)", "value",
         "batching: a parent that keeps its shape leaves its children derived (numpyro's "
         "censored classes then get another batch shape in a round trip)",
         _k("tests/test_pytree.py", "test_round_trip_is_exact and Censored"),
     ),
     AstMutant(
-        FORK, "StableMeta.__call__", "CONSTRUCTING.depth += 1", "CONSTRUCTING.depth += 0",
-        "fork: shapes are derived inside numpyro's constructors (which rely on stored ones)",
-        _k("tests/test_batched.py", "Censored or Truncated"),
+        BATCHING, "derive", "CONSTRUCTING.depth", "0",
+        "batching: shapes are derived inside numpyro's constructors (which rely on stored ones)",
+        _k("tests/test_batched.py", "all_the_way_down"),
     ),
     # ---- fork.py -----------------------------------------------------------------------------
     AstMutant(
