@@ -190,11 +190,14 @@ def needs_derivation(state: dict[str, Any], rule: BatchRule, children: Any) -> b
         if not CONSTRUCTING.depth:
             undo(state)
         return False
-    contributions = _contributions(state, rule, children)
-    if not contributions:
-        return False
-    n = len(state["_batch_shape"])
-    return max(map(len, contributions)) != n
+    if not rule.arrays:  # nested distributions only: one of them was derived, if any
+        return bool(DERIVED_BEFORE) and not CONSTRUCTING.depth
+    most = -1
+    for i, rank in rule.arrays:  # as the generated check: the largest parameter rank
+        shape = getattr(children[i], "shape", None)
+        if type(shape) is tuple:
+            most = max(most, len(shape) - (len(state["_event_shape"]) if rank == EVENT else rank))
+    return most >= 0 and most != len(state["_batch_shape"])
 
 
 def undo(state: dict[str, Any], children: Any = None) -> None:
@@ -217,7 +220,7 @@ def _restored(d: Any) -> Any:
     state = dict(d.__dict__)
     state["_batch_shape"] = state.pop(STORED_BATCH_SHAPE, _BEFORE[d])
     undo(state)
-    copy.__dict__ = state
+    object.__setattr__(copy, "__dict__", state)  # not Distribution.__setattr__'s bookkeeping
     return copy
 
 

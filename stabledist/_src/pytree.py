@@ -37,8 +37,6 @@ from stabledist._src.batching import (
     BatchRule,
     derive,
     needs_derivation,
-    same,
-    to_event,
     undo,
 )
 
@@ -365,20 +363,19 @@ def _batch_check(rule: BatchRule | None, required_aux: tuple[str, ...],
     if rule.keep:  # children derived by this unflatten get their shapes back
         return ["    if derived_before and not constructing.depth:",
                 "        undo(state)"]
-    if rule.arrays:
-        ranks = [f"len(getattr(_{i}, 'shape', ())) - {f'len({event})' if e == EVENT else e}"
-                 for i, e in rule.arrays]
-    elif all(offset in (same, to_event) for _, offset in rule.children):
-        ranks = [f"len(getattr(_{i}, '_batch_shape', ()))" + (
-            "" if offset is same else
-            f" - len({event}) + len(getattr(_{i}, '_event_shape', ()))")
-            for i, offset in rule.children]
-    else:
-        return ["    if needs_derivation(state, rule, children):",
-                "        return derive(d, rule, children)", *keep_children]
-    test = " or ".join(f"{r} != n" for r in ranks)
-    return [f"    n = len({batch})", f"    if {test}:",
-            "        return derive(d, rule, children)", *keep_children]
+    if not rule.arrays:
+        # a parent of nested distributions only: its shape changes when one of them was derived
+        # (then some derived instance lives): free while none does
+        return ["    if derived_before and not constructing.depth:",
+                "        return derive(d, rule, children)"]
+    ranks = [f"len(getattr(_{i}, 'shape', ())) - {f'len({event})' if e == EVENT else e}"
+             for i, e in rule.arrays]
+    names = [f"r{k}" for k in range(len(ranks))]
+    # the largest rank differs from n: one rank above it (new axes), or every rank below it
+    test = (" or ".join(f"{r} > n" for r in names) + " or ("
+            + " and ".join(f"{r} < n" for r in names) + ")")
+    return [f"    n = len({batch})", *(f"    {r} = {rank}" for r, rank in zip(names, ranks)),
+            f"    if {test}:", "        return derive(d, rule, children)", *keep_children]
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
