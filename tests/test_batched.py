@@ -222,3 +222,21 @@ def test_construction_gives_numpyros_shapes_all_the_way_down(builder):
     assert _shapes_all_the_way_down(ours) == _shapes_all_the_way_down(theirs)
     assert _shapes_all_the_way_down(jax.tree.map(lambda x: x, ours)) == \
         _shapes_all_the_way_down(theirs)
+
+
+def test_every_method_of_a_vmapped_distribution_is_the_stacked_ones():
+    """entropy, cdf, icdf, to_event, expand, mask: as the distribution built from the stacked
+    parameters (which numpyro builds directly)."""
+    locs, scales = jnp.linspace(-1.0, 1.0, 4), jnp.linspace(0.5, 2.0, 4)
+    v = jax.vmap(dist.Normal)(locs, scales)
+    ref = nd.Normal(locs, scales)
+    x = jnp.linspace(-2.0, 2.0, 4)
+    np.testing.assert_array_equal(v.entropy(), ref.entropy())
+    np.testing.assert_array_equal(v.cdf(x), ref.cdf(x))
+    np.testing.assert_array_equal(v.icdf(jnp.full(4, 0.3)), ref.icdf(jnp.full(4, 0.3)))
+    assert (v.to_event(1).batch_shape, v.to_event(1).event_shape) == ((), (4,))
+    np.testing.assert_array_equal(v.to_event(1).log_prob(x), ref.to_event(1).log_prob(x))
+    np.testing.assert_array_equal(v.expand((2, 4)).sample(KEY), ref.expand((2, 4)).sample(KEY))
+    mask = jnp.array([True, False, True, False])
+    np.testing.assert_array_equal(v.mask(mask).log_prob(x), ref.mask(mask).log_prob(x))
+    np.testing.assert_array_equal(v.sample(KEY, (3,)), ref.sample(KEY, (3,)))
