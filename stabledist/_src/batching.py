@@ -37,7 +37,8 @@ from numpyro.distributions.distribution import ExpandedDistribution
 __all__ = [
     "CHILD_OFFSETS", "CONSTRUCTING", "DERIVED_BEFORE", "EVENT", "NOT_DERIVED",
     "STORED_BATCH_SHAPE", "BatchRule",
-    "batch_rule", "derive", "needs_derivation", "same", "to_event", "undo",
+    "batch_rule", "derive", "event_rank", "merged", "needs_derivation", "same", "to_event",
+    "undo",
 ]
 
 Offset = Callable[[Any, Any], int]
@@ -66,19 +67,15 @@ def _transformed(parent: dict[str, Any], child: Any) -> int:
 # components carry the mixture axis; `Beta` inside `LKJCholesky` one per matrix entry), and
 # neither does anything in a class that is not a numpyro class's subclass.
 CHILD_OFFSETS: dict[str, dict[str, Offset]] = {
+    # wrappers whose base distribution has their batch shape
+    **{name: {"base_dist": same} for name in (
+        "MaskedDistribution", "LeftTruncatedDistribution", "RightTruncatedDistribution",
+        "TwoSidedTruncatedDistribution", "LeftCensoredDistribution", "RightCensoredDistribution",
+        "HurdleProbs", "ZeroInflatedProbs", "SineSkewed")},
     "Independent": {"base_dist": to_event},
-    "MaskedDistribution": {"base_dist": same},
+    "GaussianCopula": {"base_dist": to_event},
     "TransformedDistribution": {"base_dist": _transformed},
     "_MixtureBase": {"_mixing_distribution": same},
-    "LeftTruncatedDistribution": {"base_dist": same},
-    "RightTruncatedDistribution": {"base_dist": same},
-    "TwoSidedTruncatedDistribution": {"base_dist": same},
-    "LeftCensoredDistribution": {"base_dist": same},
-    "RightCensoredDistribution": {"base_dist": same},
-    "HurdleProbs": {"base_dist": same},
-    "ZeroInflatedProbs": {"base_dist": same},
-    "SineSkewed": {"base_dist": same},
-    "GaussianCopula": {"base_dist": to_event},
 }
 
 # Classes whose batch shape is not a function of the leaves' shapes alone: their instances keep
@@ -129,6 +126,7 @@ EVENT_RANKS: dict[str, dict[str, int]] = {
     "MatrixNormal": {"loc": 2},  # declared ``real_vector``, holds a matrix
     # the marginals' parameters, one per event coordinate
     "GaussianCopulaBeta": {"concentration1": 1, "concentration0": 1},
+    "MaskedDistribution": {"_mask": 0},  # a hybrid field, not in ``arg_constraints``
 }
 
 
@@ -150,28 +148,34 @@ def batch_rule(cls: type, data: tuple[str, ...], arrays: frozenset[str],
     the numpyro classes it derives from, most derived first."""
     if NOT_DERIVED.intersection(numpyro_names):
         return BatchRule((), (), keep=True)
-    overrides: dict[str, int] = {}
-    for base in reversed(numpyro_names):
-        overrides.update(EVENT_RANKS.get(base, {}))
     ranks = []
     for i, name in enumerate(data):
-        if name not in arrays:
-            continue
-        rank = overrides[name] if name in overrides else _event_rank(cls, name)
+        rank = event_rank(cls, name) if name in arrays else None
         if rank is not None:
             ranks.append((i, rank))
-    offsets: dict[str, Offset] = {}
-    for base in reversed(numpyro_names):
-        offsets.update(CHILD_OFFSETS.get(base, {}))
+    offsets = merged(CHILD_OFFSETS, cls)
     children = tuple((i, offsets[name]) for i, name in enumerate(data) if name in offsets)
     if not ranks and not children:
         return None
     return BatchRule(tuple(ranks), children)
 
 
-def _event_rank(cls: type, name: str) -> int | None:
-    """The event rank of parameter ``name``: from the first ``arg_constraints`` in the MRO
-    that has it (None for a dependent constraint without one: it says nothing)."""
+def merged(table: Mapping[str, Mapping[str, Any]], cls: type) -> dict[str, Any]:
+    """The entries of a per-class table (keyed by class name) for ``cls``: its bases' first,
+    overridden by those of the classes derived from them."""
+    found: dict[str, Any] = {}
+    for base in reversed(cls.__mro__):
+        found.update(table.get(base.__name__, {}))
+    return found
+
+
+def event_rank(cls: type, name: str) -> int | None:
+    """The event rank of parameter ``name`` (`EVENT`: the instance's): `EVENT_RANKS`, else the
+    first ``arg_constraints`` in the MRO that has it (None for a dependent constraint without
+    one: it says nothing)."""
+    overrides = merged(EVENT_RANKS, cls)
+    if name in overrides:
+        return overrides[name]
     for base in cls.__mro__:
         found: Mapping[str, Any] = vars(base).get("arg_constraints", {})
         if isinstance(found, Mapping) and name in found:
@@ -200,7 +204,7 @@ def needs_derivation(state: dict[str, Any], rule: BatchRule, children: Any) -> b
     return most >= 0 and most != len(state["_batch_shape"])
 
 
-def undo(state: dict[str, Any], children: Any = None) -> None:
+def undo(state: dict[str, Any]) -> None:
     """Give the nested distributions this unflatten derived their stored shapes back: a parent
     that keeps its stored shape keeps its children's too (numpyro's state, no new error).
     Copies, so a distribution given to a hand-called ``tree_unflatten`` is never changed."""

@@ -25,7 +25,7 @@ from numpyro.distributions.distribution import Distribution as _NumpyroDistribut
 from numpyro.distributions.distribution import ExpandedDistribution
 from numpyro.distributions.transforms import Transform
 
-from stabledist._src.batching import CHILD_OFFSETS, EVENT, EVENT_RANKS, _event_rank
+from stabledist._src.batching import CHILD_OFFSETS, EVENT, event_rank, merged
 
 __all__ = ["getitem"]
 
@@ -126,7 +126,7 @@ def _slice_field(cls: type, state: dict[str, Any], name: str, index: _Index,
         return value
     if not _is_array_like(value) or isinstance(value, bool):
         return value
-    rank = _rank(cls, name)
+    rank = event_rank(cls, name)
     if rank is None:
         raise _unsliceable(cls, f"the event rank of its field {name!r} is unknown")
     rank = len(state["_event_shape"]) if rank == EVENT else rank
@@ -137,7 +137,7 @@ def _slice_child(cls: type, state: dict[str, Any], name: str, child: Any, index:
                  batch: tuple[int, ...]) -> Any:
     """A nested distribution broadcasts against the parent's batch (aligned to the right),
     except its ``offset`` trailing batch dimensions, which the parent does not index."""
-    offset = _offsets(cls).get(name)
+    offset = {**merged(CHILD_OFFSETS, cls), **merged(_MORE_OFFSETS, cls)}.get(name)
     extra = max(offset(state, child), 0) if offset is not None else 0
     own = _effective_batch(child)
     trailing = own[len(own) - extra:] if extra else ()
@@ -166,16 +166,6 @@ def _constructor_arguments(cls: type, state: dict[str, Any], sliced: Any,
     return kwargs
 
 
-def _rank(cls: type, name: str) -> int | None:
-    for base in cls.__mro__:
-        if name in _MORE_RANKS.get(base.__name__, {}):
-            return _MORE_RANKS[base.__name__][name]
-    for base in cls.__mro__:
-        if name in EVENT_RANKS.get(base.__name__, {}):
-            return EVENT_RANKS[base.__name__][name]
-    return _event_rank(cls, name)
-
-
 def _slice_parameter(value: Any, rank: int, index: _Index, batch: tuple[int, ...]) -> Any:
     shape = np.shape(value)
     event = shape[len(shape) - rank:] if rank else ()
@@ -189,7 +179,7 @@ def _effective_batch(d: Any) -> tuple[int, ...]:
     cls, state = type(d), d.__dict__
     for name in getattr(cls, "arg_constraints", {}):
         value = state.get(name)
-        rank = _event_rank(cls, name)
+        rank = event_rank(cls, name)
         if rank is None or not _is_array_like(value):
             continue
         rank = len(state["_event_shape"]) if rank == EVENT else rank
@@ -198,23 +188,11 @@ def _effective_batch(d: Any) -> tuple[int, ...]:
     return tuple(np.broadcast_shapes(*shapes))
 
 
-def _offsets(cls: type) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for base in reversed(cls.__mro__):
-        found.update(CHILD_OFFSETS.get(base.__name__, {}))
-        found.update(_MORE_OFFSETS.get(base.__name__, {}))
-    return found
-
-
 # Nested distributions with trailing batch dimensions of their own, beyond `CHILD_OFFSETS`
 # (which lists those that tell a parent's batch shape): a mixture's components carry the
 # mixture axis.
 _MORE_OFFSETS: dict[str, dict[str, Any]] = {
     "MixtureSameFamily": {"_component_distribution": lambda parent, child: 1},
-}
-# fields a constructor takes that are not in ``arg_constraints``, by event rank
-_MORE_RANKS: dict[str, dict[str, int]] = {
-    "MaskedDistribution": {"_mask": 0},
 }
 # classes a slice cannot be built for: ``t`` is a time grid, not a batched parameter
 _NOT_SLICEABLE = frozenset({"EulerMaruyama"})
