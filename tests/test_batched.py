@@ -240,3 +240,56 @@ def test_every_method_of_a_vmapped_distribution_is_the_stacked_ones():
     mask = jnp.array([True, False, True, False])
     np.testing.assert_array_equal(v.mask(mask).log_prob(x), ref.mask(mask).log_prob(x))
     np.testing.assert_array_equal(v.sample(KEY, (3,)), ref.sample(KEY, (3,)))
+
+
+@pytest.mark.parametrize("build", [
+    lambda m, v: v.to_event(1),
+    lambda m, v: v.expand((2, 3)),
+    lambda m, v: v.mask(jnp.array([True, False, True])),
+    lambda m, v: m.MixtureSameFamily(m.Categorical(jnp.array([0.2, 0.3, 0.5])), v),
+    lambda m, v: m.TransformedDistribution(v, m.transforms.ExpTransform()),
+], ids=["to_event", "expand", "mask", "mixture", "transformed"])
+def test_a_distribution_built_from_a_vmapped_one_keeps_its_shapes(build):
+    """A constructor reads its child's batch shape (``to_event`` moves it to the event,
+    ``expand`` sizes its axes from it): round trips of what it built keep the vmapped child's
+    shape, and the numbers are numpyro's for the same construction from stacked parameters."""
+    locs = jnp.linspace(-1.0, 1.0, 3)
+    ours = build(dist, jax.vmap(lambda m: dist.Normal(m, 1.0))(locs))
+    theirs = build(nd, nd.Normal(locs, 1.0))
+    x = jnp.linspace(0.5, 2.0, 3)
+    for d in (ours, jax.jit(lambda d: d)(ours), jax.tree.map(lambda a: a, ours)):
+        assert _shapes_all_the_way_down(d) == _shapes_all_the_way_down(theirs)
+        np.testing.assert_array_equal(d.log_prob(x), theirs.log_prob(x))
+        np.testing.assert_array_equal(d.sample(KEY, (2,)), theirs.sample(KEY, (2,)))
+
+
+def test_out_axes_inside_the_event_is_a_clear_error():
+    """A mapped axis inside a vector's event dimensions describes no distribution: vmap says
+    so. Inside the batch dimensions it is the batch shape of the moved leaves."""
+    def build(m):
+        return dist.MultivariateNormal(m, scale_tril=jnp.eye(3))
+    for axis in (1, -1):
+        with pytest.raises(ValueError, match="mapped axis landed inside the event dimensions"):
+            jax.vmap(build, out_axes=axis)(jnp.ones((4, 3)))
+    g = jax.vmap(lambda m: dist.MultivariateNormal(m, scale_tril=jnp.eye(3)), out_axes=1)(
+        jnp.ones((4, 2, 3)))
+    assert (g.batch_shape, g.event_shape) == ((2, 4), (3,))
+    ref = nd.MultivariateNormal(g.loc, scale_tril=g.scale_tril)
+    np.testing.assert_array_equal(g.log_prob(jnp.zeros(3)), ref.log_prob(jnp.zeros(3)))
+
+
+def test_in_axes_past_zero_gives_each_element_its_shape():
+    """``in_axes=1`` over a batched distribution: inside, each element's batch shape is the
+    stored one without that axis (and the numbers are the element's)."""
+    d = dist.Normal(jnp.arange(6.0).reshape(2, 3), jnp.ones((2, 3)))
+    seen = []
+
+    def body(e):
+        seen.append(e.batch_shape)
+        return e.sample(KEY)
+
+    out = jax.vmap(body, in_axes=1)(d)
+    assert seen == [(2,)]
+    assert out.shape == (3, 2)
+    np.testing.assert_array_equal(
+        out, jax.vmap(lambda m: nd.Normal(m, 1.0).sample(KEY), in_axes=1)(d.loc))

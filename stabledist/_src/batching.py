@@ -37,8 +37,8 @@ from numpyro.distributions.distribution import ExpandedDistribution
 __all__ = [
     "CHILD_OFFSETS", "CONSTRUCTING", "DERIVED_BEFORE", "EVENT", "NOT_DERIVED",
     "STORED_BATCH_SHAPE", "BatchRule",
-    "batch_rule", "derive", "event_rank", "merged", "needs_derivation", "same", "to_event",
-    "undo",
+    "after_unflatten", "batch_rule", "derive", "event_rank", "marked", "merged", "same",
+    "settled", "to_event", "undo",
 ]
 
 Offset = Callable[[Any, Any], int]
@@ -104,12 +104,12 @@ class _Constructing(threading.local):
 
 CONSTRUCTING = _Constructing()
 
-# The instances an unflatten derived, with the batch shape they had stored (weakly: an entry
-# lives as long as its instance).
-_BEFORE: weakref.WeakKeyDictionary[Any, tuple] = weakref.WeakKeyDictionary()
-# its dict of weak references (CPython's ``WeakKeyDictionary.data``, not in the stubs): empty
-# unless a derived instance lives, a test the generated unflatten makes for free
-DERIVED_BEFORE = _BEFORE.data  # pyright: ignore[reportAttributeAccessIssue]
+# The derived instances alive, weakly: empty unless one lives, a test the generated unflatten
+# of a parent makes for free (its children can only need `undo` while one lives). Whether an
+# instance is derived is its own ``STORED_BATCH_SHAPE`` entry; this set is only that flag.
+_DERIVED: weakref.WeakSet[Any] = weakref.WeakSet()
+# its set of weak references (CPython's ``WeakSet.data``, not in the stubs)
+DERIVED_BEFORE = _DERIVED.data  # pyright: ignore[reportAttributeAccessIssue]
 
 STORED_BATCH_SHAPE = "_numpyro_batch_shape"
 """Where a derived instance keeps the batch shape its aux data had: flatten emits it, so the
@@ -131,7 +131,7 @@ EVENT_RANKS: dict[str, dict[str, int]] = {
 
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed by identity: a key of derive's answers
 class BatchRule:
     """Where a class's batch shape can be read: ``arrays`` are ``(leaf index, event rank)``
     (`EVENT` for the instance's), ``children`` ``(leaf index, offset)``."""
@@ -157,7 +157,13 @@ def batch_rule(cls: type, data: tuple[str, ...], arrays: frozenset[str],
     children = tuple((i, offsets[name]) for i, name in enumerate(data) if name in offsets)
     if not ranks and not children:
         return None
+    _NESTED[cls] = tuple(name for name in data if name not in arrays)
     return BatchRule(tuple(ranks), children)
+
+
+# The fields that may hold distributions, of each class that can be derived (`_restored`
+# gives their derived children back too).
+_NESTED: weakref.WeakKeyDictionary[type, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
 
 def merged(table: Mapping[str, Mapping[str, Any]], cls: type) -> dict[str, Any]:
@@ -187,44 +193,48 @@ def event_rank(cls: type, name: str) -> int | None:
     return None
 
 
-def needs_derivation(state: dict[str, Any], rule: BatchRule, children: Any) -> bool:
-    """The check `stabledist._src.pytree` generates inline, for the classes it does not
-    generate code for: does any rank disagree with the stored batch shape?"""
-    if rule.keep:
-        if not CONSTRUCTING.depth:
-            undo(state)
-        return False
-    if not rule.arrays:  # nested distributions only: one of them was derived, if any
-        return bool(DERIVED_BEFORE) and not CONSTRUCTING.depth
-    most = -1
-    for i, rank in rule.arrays:  # as the generated check: the largest parameter rank
-        shape = getattr(children[i], "shape", None)
-        if type(shape) is tuple:
-            most = max(most, len(shape) - (len(state["_event_shape"]) if rank == EVENT else rank))
-    return most >= 0 and most != len(state["_batch_shape"])
-
-
-def undo(state: dict[str, Any]) -> None:
+def undo(state: dict[str, Any], names: tuple[str, ...] | None = None) -> None:
     """Give the nested distributions this unflatten derived their stored shapes back: a parent
     that keeps its stored shape keeps its children's too (numpyro's state, no new error).
-    Copies, so a distribution given to a hand-called ``tree_unflatten`` is never changed."""
-    if not _BEFORE:
+    ``names``: the fields that may hold distributions (default: all). Copies, so a
+    distribution given to a hand-called ``tree_unflatten`` is never changed."""
+    if not DERIVED_BEFORE:
         return
-    for name, value in state.items():
-        if isinstance(value, _NumpyroDistribution) and value in _BEFORE:
-            state[name] = _restored(value)
-        elif type(value) is list and any(v in _BEFORE for v in value
-                                         if isinstance(v, _NumpyroDistribution)):
-            state[name] = [_restored(v) if isinstance(v, _NumpyroDistribution)
-                           and v in _BEFORE else v for v in value]
+    for name in state if names is None else names:
+        value = state.get(name)
+        if isinstance(value, _NumpyroDistribution):
+            if STORED_BATCH_SHAPE in value.__dict__:
+                state[name] = _restored(value)
+        elif type(value) is list and any(_is_derived(v) for v in value):
+            state[name] = [_restored(v) if _is_derived(v) else v for v in value]
+
+
+def _is_derived(value: Any) -> bool:
+    return isinstance(value, _NumpyroDistribution) and STORED_BATCH_SHAPE in value.__dict__
 
 
 def _restored(d: Any) -> Any:
     copy = object.__new__(type(d))
-    state = dict(d.__dict__)
-    state["_batch_shape"] = state.pop(STORED_BATCH_SHAPE, _BEFORE[d])
-    undo(state)
+    state = d.__dict__.copy()
+    state["_batch_shape"] = state.pop(STORED_BATCH_SHAPE)
+    nested = _NESTED.get(type(d))
+    if nested:  # its own derived children
+        undo(state, nested)
     object.__setattr__(copy, "__dict__", state)  # not Distribution.__setattr__'s bookkeeping
+    return copy
+
+
+def settled(d: Any) -> Any:
+    """``d`` as a child of a new distribution: a derived instance is copied with its derived
+    batch shape as its stored one. The parent's constructor read that shape (``Independent``
+    moved its dimensions to the event, ``expand`` sized its axes from it), so round trips of
+    the parent must keep it: `undo` restores only what an unflatten derived."""
+    if not _is_derived(d):
+        return d
+    copy = object.__new__(type(d))
+    state = dict(d.__dict__)
+    del state[STORED_BATCH_SHAPE]
+    object.__setattr__(copy, "__dict__", state)
     return copy
 
 
@@ -247,24 +257,100 @@ def _contributions(state: dict[str, Any], rule: BatchRule, children: Any) -> lis
 
 
 def derive(d: Any, rule: BatchRule, children: Any) -> Any:
-    """Set ``d``'s batch shape from its leaves (see the module doc); returns ``d``."""
+    """Set ``d``'s batch shape from its leaves (see the module doc); returns ``d``. Called
+    when the first parameter's rank disagrees with the stored batch shape (or a nested
+    distribution was derived): the whole check is here."""
     if CONSTRUCTING.depth:
         return d
     state = d.__dict__
     stored = tuple(state["_batch_shape"])
-    batch = None
-    if not _holds_expanded(children):
-        try:
-            batch = _derived_shape(stored, _contributions(state, rule, children))
-        except Exception:
-            batch = None
+    key = None
+    if not rule.children:  # parameters only: the answer is a function of their shapes
+        key = (rule, stored, state["_event_shape"],
+               *[getattr(children[i], "shape", None) for i, _ in rule.arrays])
+        batch = _SHAPES.get(key, _UNKNOWN)
+    else:
+        batch = _UNKNOWN
+    if batch is _UNKNOWN:
+        batch = None
+        if not _holds_expanded(children):
+            try:
+                batch = _derived_shape(stored, _contributions(state, rule, children))
+            except Exception:
+                batch = None
+        if batch is not None and len(batch) > len(stored):
+            _check_event_dimensions(d, rule, children)
+        if key is not None:
+            if len(_SHAPES) >= _SHAPES_SIZE:
+                _SHAPES.clear()
+            _SHAPES[key] = batch
     if batch is None or batch == stored:
         undo(state)
         return d
-    _BEFORE[d] = stored
+    _DERIVED.add(d)
     state.setdefault(STORED_BATCH_SHAPE, stored)
     state["_batch_shape"] = batch
     return d
+
+
+# derive's answers for classes with parameters only, keyed by the rule, the stored shapes and the
+# parameters' shapes (a vmapped function returns the same shapes on every call): bounded
+_SHAPES: dict[tuple, tuple | None] = {}
+_SHAPES_SIZE = 4096
+_UNKNOWN = object()
+
+
+def after_unflatten(d: Any, rule: BatchRule, children: Any, nested: tuple[str, ...]) -> Any:
+    """What the generated unflatten of `stabledist._src.pytree` does after building ``d``,
+    for the classes it generates no code for (the same tests, in the same order)."""
+    if CONSTRUCTING.depth:
+        return d
+    state = d.__dict__
+    if rule.arrays and not rule.keep:
+        i, rank = rule.arrays[0]  # numpyro promotes every parameter to one batch rank
+        extra = len(state["_event_shape"]) if rank == EVENT else rank
+        if len(getattr(children[i], "shape", ())) != len(state["_batch_shape"]) + extra:
+            return derive(d, rule, children)
+    elif not DERIVED_BEFORE:
+        return d
+    elif not rule.keep and marked(*(children[i] for i, _ in rule.children)):
+        return derive(d, rule, children)
+    if nested and DERIVED_BEFORE:
+        undo(state, nested)
+    return d
+
+
+def marked(*values: Any) -> bool:
+    """Was any of these nested values (distributions or lists of them) derived? Free while
+    no derived instance lives."""
+    if not DERIVED_BEFORE:
+        return False
+    for value in values:
+        if _is_derived(value) or (type(value) is list and any(map(_is_derived, value))):
+            return True
+    return False
+
+
+def _check_event_dimensions(d: Any, rule: BatchRule, children: Any) -> None:
+    """New axes must be batch axes: a vector parameter of a distribution of vectors (the
+    mean of a `MultivariateNormal`, a `Dirichlet`'s concentration, `Delta`'s value) must still
+    end in the event shape (``vmap(..., out_axes=k)`` with ``k`` past the batch dimensions puts
+    the mapped axis inside the event, which no batch shape describes). A parameter of higher
+    event rank need not have the event's shape (a state-space model's transition matrix)."""
+    event = tuple(d.__dict__["_event_shape"])
+    if not event:
+        return
+    for i, rank in rule.arrays:
+        shape = getattr(children[i], "shape", None)
+        if (type(shape) is tuple and (rank == EVENT or rank == len(event) == 1)
+                and len(shape) >= len(event)):
+            if not _broadcasts(shape[len(shape) - len(event):], event):
+                raise ValueError(
+                    f"{type(d).__name__}: a parameter of shape {shape} does not end in the "
+                    f"event shape {event}: a mapped axis landed inside the event dimensions "
+                    "(vmap's out_axes must be 0, or an axis within the batch dimensions, for "
+                    "a distribution output)"
+                )
 
 
 def _holds_expanded(values: Any) -> bool:
@@ -287,11 +373,20 @@ def _derived_shape(stored: tuple, contributions: list[tuple]) -> tuple | None:
         if all(c[:k] == lead and _broadcasts(c[k:], stored) for c in contributions):
             return lead + stored
         return _broadcast(contributions)  # axes placed elsewhere (out_axes=1): numpyro's rule
-    if most < n:  # leading axes taken away
+    if most < n:  # axes taken away: the leading ones (in_axes=0), else those that fit
         batch = stored[n - most:]
         if all(_broadcasts(c, batch) for c in contributions):
             return batch
+        batch = _broadcast(contributions)
+        if batch is not None and len(batch) == most and _within(batch, stored):
+            return batch
     return None
+
+
+def _within(shape: tuple, stored: tuple) -> bool:
+    """Is ``shape`` ``stored`` with some axes deleted (``vmap`` with ``in_axes`` past 0)?"""
+    sizes = iter(stored)
+    return all(any(size == s for s in sizes) for size in shape)
 
 
 def _broadcasts(shape: tuple, target: tuple) -> bool:

@@ -37,7 +37,13 @@ from numpyro.distributions.distribution import Distribution as _NumpyroDistribut
 from numpyro.distributions.distribution import DistributionMeta, MaskedDistribution
 from numpyro.distributions.util import lazy_property
 
-from stabledist._src.batching import CONSTRUCTING, batch_rule
+from stabledist._src.batching import (
+    CONSTRUCTING,
+    DERIVED_BEFORE,
+    batch_rule,
+    marked,
+    settled,
+)
 from stabledist._src.cache import CACHE, cached_lazy_property
 from stabledist._src.export import register_serialization  # jax.export hook (export.py)
 from stabledist._src.introspect import is_numpyro_class
@@ -376,14 +382,20 @@ def stabilize(value: Any) -> Any:
 
 
 def _adopt_children(d: Distribution) -> None:
-    """Replace the numpyro distributions ``d`` holds by stable copies (hot: every construction)."""
+    """Replace the numpyro distributions ``d`` holds by stable copies, and batched ones (out of
+    ``vmap``) by copies whose batch shape is their own (`batching.settled`: the constructor
+    read it). Hot: every construction."""
     state = vars(d)
     for name, value in state.items():
         if isinstance(value, _NumpyroDistribution):
             if not isinstance(value, Distribution):
                 state[name] = stabilize(value)
+            elif DERIVED_BEFORE:
+                state[name] = settled(value)
         elif type(value) in _SEQUENCES and value and not isinstance(value[0], int):
             stable = stabilize(value)  # shapes are tuples of ints: skipped above
+            if DERIVED_BEFORE and marked(list(stable)):
+                stable = type(stable)(map(settled, stable))
             if stable is not value:
                 state[name] = stable
 

@@ -35,8 +35,9 @@ from stabledist._src.batching import (
     EVENT,
     STORED_BATCH_SHAPE,
     BatchRule,
+    after_unflatten,
     derive,
-    needs_derivation,
+    marked,
     undo,
 )
 
@@ -191,6 +192,8 @@ def register(
     special = bool(list_at or hybrid_at)
     array_at = tuple(i for i, name in enumerate(data) if name in table.array_fields)
     qualname = cls.__qualname__
+    # the fields that may hold distributions: a parent that keeps its shape restores theirs
+    nested = tuple(name for name in data if name not in table.array_fields)
 
     def flatten(d: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         state = d.__dict__
@@ -246,12 +249,9 @@ def register(
             for name in absent:
                 del state[name]
         d = new(cls)
-        d.__dict__ = state
+        object.__setattr__(d, "__dict__", state)  # a new instance: no bookkeeping to do
         if rule is not None:
-            if needs_derivation(state, rule, children):
-                return derive(d, rule, children)
-            if DERIVED_BEFORE and not CONSTRUCTING.depth:
-                undo(state)
+            return after_unflatten(d, rule, children, nested)
         return d
 
     def checked_unflatten(statics: tuple[Any, ...], children: Any) -> Any:
@@ -271,10 +271,9 @@ def register(
             f"of values for {aux + tuple(hybrid)} and a tuple of absent field names"
         )
 
-    if not special:  # generated straight-line code, as dataclasses does for __init__
-        nested = any(name not in table.array_fields for name in data)
+    if not hybrid_at:  # generated straight-line code, as dataclasses does for __init__
         flatten, unflatten = _generate(cls, data, required_aux, _flatten_general, unflatten,
-                                       rule, nested)
+                                       rule, nested, table.list_aux)
     if own is None:
         jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
     else:
@@ -291,9 +290,11 @@ def _generate(
     flatten_general: Callable[[Any, dict[str, Any]], Any],
     unflatten_general: Callable[[tuple[Any, ...], Any], Any],
     rule: BatchRule | None = None,
-    nested: bool = False,
+    nested: tuple[str, ...] = (),
+    list_aux: frozenset[str] = frozenset(),
 ) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """Straight-line flatten/unflatten for a class without hybrid or list fields.
+    """Straight-line flatten/unflatten for a class without hybrid fields (list fields are
+    frozen to tuples and thawed inline).
 
     Same contract as the general closures in `register` (which handle every unusual
     case: unset fields, malformed input), about twice as fast: a numpyro distribution is
@@ -304,10 +305,13 @@ def _generate(
     statics = [f"_a{i}" for i in range(len(required_aux))]
     get = [f"s[{n!r}]" for n in data]
     # a batch shape derived from the leaves is not aux data: numpyro's stored one is
-    get_aux = [f"s.get({STORED_BATCH_SHAPE!r}, s[{n!r}])" if n == "_batch_shape" else f"s[{n!r}]"
-               for n in required_aux]
+    get_aux = [f"s.get({STORED_BATCH_SHAPE!r}, s[{n!r}])" if n == "_batch_shape"
+               else f"(tuple(_v) if type(_v := s[{n!r}]) is list else _v)" if n in list_aux
+               else f"s[{n!r}]" for n in required_aux]
+    values = [f"(list({v}) if type({v}) is tuple else {v})" if n in list_aux else v
+              for n, v in zip(required_aux, statics)]
     state = [f"{n!r}: {v}" for n, v in zip((*data, *required_aux, _VALIDATE),
-                                            [*leaves, *statics, "va"])]
+                                            [*leaves, *values, "va"])]
     unpack_leaves = "".join(f"{v}, " for v in leaves)
     unpack_statics = "".join(f"{v}, " for v in statics)
     lines = [
@@ -330,7 +334,7 @@ def _generate(
         "        return unflatten_general(statics, children)",
         f"    state = {{{', '.join(state)}}}",
         "    d = new(cls)",
-        "    d.__dict__ = state",
+        "    osa(d, '__dict__', state)",
         *_batch_check(rule, required_aux, nested),
         "    return d",
     ]
@@ -338,9 +342,9 @@ def _generate(
     filename = f"<stabledist._src.pytree {cls.__module__}.{cls.__qualname__}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, Any] = {
-        "new": cls.__new__, "cls": cls,
+        "new": cls.__new__, "cls": cls, "osa": object.__setattr__,
         "flatten_general": flatten_general, "unflatten_general": unflatten_general,
-        "rule": rule, "derive": derive, "needs_derivation": needs_derivation, "undo": undo,
+        "rule": rule, "derive": derive, "marked": marked, "undo": undo,
         "derived_before": DERIVED_BEFORE, "constructing": CONSTRUCTING,
     }
     # names are repr()-quoted; values are bound in the namespace, never spliced into code
@@ -349,33 +353,30 @@ def _generate(
 
 
 def _batch_check(rule: BatchRule | None, required_aux: tuple[str, ...],
-                 nested: bool) -> list[str]:
-    """Lines of the generated unflatten that send an instance whose parameter ranks disagree
-    with its stored batch shape to `derive`: one ``len`` per parameter, nothing more. An
-    instance that keeps its shape gives nested distributions derived by this unflatten their
-    stored shapes back (numpyro's truncated and censored classes hold a base distribution whose
-    parameters have the parent's rank and whose stored shape is its own)."""
+                 nested: tuple[str, ...]) -> list[str]:
+    """Lines of the generated unflatten (`stabledist._src.batching.after_unflatten`, inline)
+    that send an instance whose leaves disagree with its stored batch shape to `derive`: the
+    rank of the first parameter (numpyro's constructors promote all of them to one batch rank;
+    `derive` looks at every one), or, for a parent of nested distributions only, a derived
+    child. A parent that keeps its shape gives nested distributions derived by this unflatten
+    their stored shapes back (numpyro's truncated and censored classes hold a base
+    distribution whose parameters have the parent's rank and whose stored shape is its own)."""
     if rule is None:
         return []
-    keep_children = (["    if derived_before and not constructing.depth:",
-                      "        undo(state)"] if nested else [])
+    restore = (["    if derived_before and not constructing.depth:",
+                f"        undo(state, {nested!r})"] if nested else [])
+    if rule.keep:
+        return restore
     batch, event = (f"_a{required_aux.index(n)}" for n in _BASE_AUX)
-    if rule.keep:  # children derived by this unflatten get their shapes back
-        return ["    if derived_before and not constructing.depth:",
-                "        undo(state)"]
     if not rule.arrays:
-        # a parent of nested distributions only: its shape changes when one of them was derived
-        # (then some derived instance lives): free while none does
-        return ["    if derived_before and not constructing.depth:",
-                "        return derive(d, rule, children)"]
-    ranks = [f"len(getattr(_{i}, 'shape', ())) - {f'len({event})' if e == EVENT else e}"
-             for i, e in rule.arrays]
-    names = [f"r{k}" for k in range(len(ranks))]
-    # the largest rank differs from n: one rank above it (new axes), or every rank below it
-    test = (" or ".join(f"{r} > n" for r in names) + " or ("
-            + " and ".join(f"{r} < n" for r in names) + ")")
-    return [f"    n = len({batch})", *(f"    {r} = {rank}" for r, rank in zip(names, ranks)),
-            f"    if {test}:", "        return derive(d, rule, children)", *keep_children]
+        children = "".join(f"_{i}, " for i, _ in rule.children)
+        return [f"    if derived_before and marked({children}):",
+                "        return derive(d, rule, children)", *restore]
+    i, rank = rule.arrays[0]
+    expected = f"len({batch})" + (f" + len({event})" if rank == EVENT else
+                                  f" + {rank}" if rank else "")
+    return [f"    if len(getattr(_{i}, 'shape', ())) != {expected}:",
+            "        return derive(d, rule, children)", *restore]
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:

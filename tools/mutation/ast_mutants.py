@@ -174,6 +174,12 @@ MUTANTS: tuple[AstMutant, ...] = (
         _k("tests/test_pytree.py", "test_round_trip_is_exact and Censored"),
     ),
     AstMutant(
+        BATCHING, "settled", "_is_derived(d)", "False",
+        "batching: a distribution built from a vmapped one keeps the child's stale stored shape "
+        "(to_event, expand and mixtures of a vmapped distribution break in a round trip)",
+        _k("tests/test_batched.py", "keeps_its_shapes"),
+    ),
+    AstMutant(
         BATCHING, "derive", "CONSTRUCTING.depth", "0",
         "batching: shapes are derived inside numpyro's constructors (which rely on stored ones)",
         _k("tests/test_batched.py", "all_the_way_down"),
