@@ -42,6 +42,8 @@ class Expected:
     modes: tuple[str, ...]
     reason: str
     flaky: bool = False  # numpyro's test itself passes or fails by chance: a pass is no news
+    # a deliberate difference ([[difference]]): the failure's message must contain this text
+    message: str | None = None
 
     def matches(self, nodeid: str) -> bool:
         if "*" not in self.test:
@@ -74,6 +76,24 @@ def load_expected(path: Path) -> list[Expected]:
         if not isinstance(flaky, bool):
             raise ValueError(f"{where} ({test}): `flaky` must be true or false")
         entries.append(Expected(test, tuple(modes), reason.strip(), flaky))
+    for i, raw in enumerate(data.get("difference", [])):
+        where = f"{path}: [[difference]] #{i + 1}"
+        unknown = set(raw) - {"test", "modes", "reason", "message"}
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+        test, modes, reason, message = (raw.get(k) for k in ("test", "modes", "reason",
+                                                               "message"))
+        if not isinstance(test, str) or "*" in test or "::" not in test:
+            raise ValueError(f"{where}: `test` must be one node id")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError(f"{where} ({test}): `reason` must say why")
+        if not isinstance(message, str) or not message.strip():
+            raise ValueError(f"{where} ({test}): `message` must quote the assertion that fails")
+        if (not isinstance(modes, list) or not modes or "numpyro" in modes
+                or not set(modes) <= set(MODES)):
+            raise ValueError(f"{where} ({test}): `modes` must be a non-empty subset of "
+                             f"{MODES[:2]}: a difference is where numpyro passes")
+        entries.append(Expected(test, tuple(modes), reason.strip(), message=message))
     return entries
 
 
@@ -130,6 +150,16 @@ class _Upstream:
             entry = self.entry(item.nodeid)
             if entry is not None:
                 item.add_marker(pytest.mark.xfail(reason=entry.reason, strict=False))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """numpyro's tests draw inputs from NumPy's global generator, which nothing seeds: a
+        test's inputs then depend on the tests that ran before it in the same worker. Seeded
+        per test from its node id, every mode gives each test the same inputs, so an outcome
+        that differs between modes is the library's, not chance's."""
+        import numpy as np
+
+        np.random.seed(zlib.crc32(item.nodeid.encode()))
 
     def entry(self, nodeid: str) -> Expected | None:
         return next((e for e in self.expected if e.matches(nodeid)), None)
