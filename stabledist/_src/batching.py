@@ -15,8 +15,10 @@ disagrees with the stored batch shape:
   contribution, go in front of the stored batch shape; fewer (inside ``vmap``, or a ``scan``
   over a batched instance): the stored shape loses its leading axes.
 
-The check runs in every unflatten but costs one ``len`` per parameter (generated inline by
-`stabledist._src.pytree`); only an instance whose ranks disagree reaches `derive`. Nothing
+The check runs in every unflatten but costs one ``len``: the first parameter's rank (generated
+inline by `stabledist._src.pytree`; numpyro promotes every parameter to one batch rank); only an
+instance whose first parameter disagrees reaches `derive`, which looks at all of them. A
+distribution built from a derived one keeps the shape its constructor read (`settled`). Nothing
 derived goes into aux data: the treedef stays numpyro's. Leaves without a ``shape`` (Python
 numbers, ``in_axes`` specs, placeholders) say nothing. When the contributions disagree (a
 ``tree_map`` that changed the shapes in another way) the stored shape is kept, as numpyro
@@ -35,7 +37,7 @@ from numpyro.distributions.distribution import Distribution as _NumpyroDistribut
 from numpyro.distributions.distribution import ExpandedDistribution
 
 __all__ = [
-    "CHILD_OFFSETS", "CONSTRUCTING", "DERIVED_BEFORE", "EVENT", "NOT_DERIVED",
+    "CHILD_OFFSETS", "CONSTRUCTING", "DERIVED_ALIVE", "EVENT", "NOT_DERIVED",
     "STORED_BATCH_SHAPE", "BatchRule",
     "after_unflatten", "batch_rule", "derive", "event_rank", "marked", "merged", "same",
     "settled", "to_event", "undo",
@@ -109,7 +111,7 @@ CONSTRUCTING = _Constructing()
 # instance is derived is its own ``STORED_BATCH_SHAPE`` entry; this set is only that flag.
 _DERIVED: weakref.WeakSet[Any] = weakref.WeakSet()
 # its set of weak references (CPython's ``WeakSet.data``, not in the stubs)
-DERIVED_BEFORE = _DERIVED.data  # pyright: ignore[reportAttributeAccessIssue]
+DERIVED_ALIVE = _DERIVED.data  # pyright: ignore[reportAttributeAccessIssue]
 
 STORED_BATCH_SHAPE = "_numpyro_batch_shape"
 """Where a derived instance keeps the batch shape its aux data had: flatten emits it, so the
@@ -198,7 +200,7 @@ def undo(state: dict[str, Any], names: tuple[str, ...] | None = None) -> None:
     that keeps its stored shape keeps its children's too (numpyro's state, no new error).
     ``names``: the fields that may hold distributions (default: all). Copies, so a
     distribution given to a hand-called ``tree_unflatten`` is never changed."""
-    if not DERIVED_BEFORE:
+    if not DERIVED_ALIVE:
         return
     for name in state if names is None else names:
         value = state.get(name)
@@ -311,11 +313,11 @@ def after_unflatten(d: Any, rule: BatchRule, children: Any, nested: tuple[str, .
         extra = len(state["_event_shape"]) if rank == EVENT else rank
         if len(getattr(children[i], "shape", ())) != len(state["_batch_shape"]) + extra:
             return derive(d, rule, children)
-    elif not DERIVED_BEFORE:
+    elif not DERIVED_ALIVE:
         return d
     elif not rule.keep and marked(*(children[i] for i, _ in rule.children)):
         return derive(d, rule, children)
-    if nested and DERIVED_BEFORE:
+    if nested and DERIVED_ALIVE:
         undo(state, nested)
     return d
 
@@ -323,7 +325,7 @@ def after_unflatten(d: Any, rule: BatchRule, children: Any, nested: tuple[str, .
 def marked(*values: Any) -> bool:
     """Was any of these nested values (distributions or lists of them) derived? Free while
     no derived instance lives."""
-    if not DERIVED_BEFORE:
+    if not DERIVED_ALIVE:
         return False
     for value in values:
         if _is_derived(value) or (type(value) is list and any(map(_is_derived, value))):

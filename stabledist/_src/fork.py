@@ -39,7 +39,7 @@ from numpyro.distributions.util import lazy_property
 
 from stabledist._src.batching import (
     CONSTRUCTING,
-    DERIVED_BEFORE,
+    DERIVED_ALIVE,
     batch_rule,
     marked,
     settled,
@@ -390,11 +390,11 @@ def _adopt_children(d: Distribution) -> None:
         if isinstance(value, _NumpyroDistribution):
             if not isinstance(value, Distribution):
                 state[name] = stabilize(value)
-            elif DERIVED_BEFORE:
+            elif DERIVED_ALIVE:
                 state[name] = settled(value)
         elif type(value) in _SEQUENCES and value and not isinstance(value[0], int):
             stable = stabilize(value)  # shapes are tuples of ints: skipped above
-            if DERIVED_BEFORE and marked(list(stable)):
+            if DERIVED_ALIVE and marked(list(stable)):
                 stable = type(stable)(map(settled, stable))
             if stable is not value:
                 state[name] = stable

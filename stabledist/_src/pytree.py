@@ -31,7 +31,7 @@ from numpyro.distributions.util import lazy_property
 
 from stabledist._src.batching import (
     CONSTRUCTING,
-    DERIVED_BEFORE,
+    DERIVED_ALIVE,
     EVENT,
     STORED_BATCH_SHAPE,
     BatchRule,
@@ -345,7 +345,7 @@ def _generate(
         "new": cls.__new__, "cls": cls, "osa": object.__setattr__,
         "flatten_general": flatten_general, "unflatten_general": unflatten_general,
         "rule": rule, "derive": derive, "marked": marked, "undo": undo,
-        "derived_before": DERIVED_BEFORE, "constructing": CONSTRUCTING,
+        "derived_alive": DERIVED_ALIVE, "constructing": CONSTRUCTING,
     }
     # names are repr()-quoted; values are bound in the namespace, never spliced into code
     exec(compile(source, filename, "exec"), namespace)
@@ -363,14 +363,14 @@ def _batch_check(rule: BatchRule | None, required_aux: tuple[str, ...],
     distribution whose parameters have the parent's rank and whose stored shape is its own)."""
     if rule is None:
         return []
-    restore = (["    if derived_before and not constructing.depth:",
+    restore = (["    if derived_alive and not constructing.depth:",
                 f"        undo(state, {nested!r})"] if nested else [])
     if rule.keep:
         return restore
     batch, event = (f"_a{required_aux.index(n)}" for n in _BASE_AUX)
     if not rule.arrays:
         children = "".join(f"_{i}, " for i, _ in rule.children)
-        return [f"    if derived_before and marked({children}):",
+        return [f"    if derived_alive and marked({children}):",
                 "        return derive(d, rule, children)", *restore]
     i, rank = rule.arrays[0]
     expected = f"len({batch})" + (f" + len({event})" if rank == EVENT else
