@@ -12,6 +12,8 @@ instances, ``out_axes``, and leaves that are not arrays.
 
 from __future__ import annotations
 
+import pickle
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -242,6 +244,7 @@ def test_every_method_of_a_vmapped_distribution_is_the_stacked_ones():
     np.testing.assert_array_equal(v.sample(KEY, (3,)), ref.sample(KEY, (3,)))
 
 
+@pytest.mark.parametrize("element", ["Normal", "LogNormal", "StudentT"])
 @pytest.mark.parametrize("build", [
     lambda m, v: v.to_event(1),
     lambda m, v: v.expand((2, 3)),
@@ -249,18 +252,30 @@ def test_every_method_of_a_vmapped_distribution_is_the_stacked_ones():
     lambda m, v: m.MixtureSameFamily(m.Categorical(jnp.array([0.2, 0.3, 0.5])), v),
     lambda m, v: m.TransformedDistribution(v, m.transforms.ExpTransform()),
 ], ids=["to_event", "expand", "mask", "mixture", "transformed"])
-def test_a_distribution_built_from_a_vmapped_one_keeps_its_shapes(build):
+def test_a_distribution_built_from_a_vmapped_one_keeps_its_shapes(build, element):
     """A constructor reads its child's batch shape (``to_event`` moves it to the event,
     ``expand`` sizes its axes from it): round trips of what it built keep the vmapped child's
-    shape, and the numbers are numpyro's for the same construction from stacked parameters."""
+    shape, and those of the distributions the child holds (LogNormal's Normal, StudentT's Chi2),
+    also for a pickled copy of the vmapped distribution; the numbers are numpyro's for the same
+    construction from stacked parameters (to float32 rounding)."""
     locs = jnp.linspace(-1.0, 1.0, 3)
-    ours = build(dist, jax.vmap(lambda m: dist.Normal(m, 1.0))(locs))
-    theirs = build(nd, nd.Normal(locs, 1.0))
-    x = jnp.linspace(0.5, 2.0, 3)
-    for d in (ours, jax.jit(lambda d: d)(ours), jax.tree.map(lambda a: a, ours)):
+
+    def make(module, m):
+        return (module.StudentT(3.0, m, 1.0) if element == "StudentT"
+                else getattr(module, element)(m, 1.0))
+
+    vmapped = jax.vmap(lambda m: make(dist, m))(locs)
+    ours = build(dist, vmapped)
+    theirs = build(nd, make(nd, locs))
+    from_pickle = build(dist, pickle.loads(pickle.dumps(vmapped)))
+    x = jnp.linspace(1.5, 3.0, 3)  # in every support (exp of a LogNormal: above 1)
+    for d in (ours, jax.jit(lambda d: d)(ours), jax.tree.map(lambda a: a, ours),
+              jax.jit(lambda d: d)(from_pickle)):
         assert _shapes_all_the_way_down(d) == _shapes_all_the_way_down(theirs)
-        np.testing.assert_array_equal(d.log_prob(x), theirs.log_prob(x))
-        np.testing.assert_array_equal(d.sample(KEY, (2,)), theirs.sample(KEY, (2,)))
+        # to the last bit but for StudentT, whose vmapped df is an array where numpyro's
+        # stacked one is a Python float (a 1-ulp difference in log_prob)
+        np.testing.assert_allclose(d.log_prob(x), theirs.log_prob(x), rtol=1e-6)
+        np.testing.assert_allclose(d.sample(KEY, (2,)), theirs.sample(KEY, (2,)), rtol=1e-6)
 
 
 def test_out_axes_inside_the_event_is_a_clear_error():
@@ -293,3 +308,22 @@ def test_in_axes_past_zero_gives_each_element_its_shape():
     assert out.shape == (3, 2)
     np.testing.assert_array_equal(
         out, jax.vmap(lambda m: nd.Normal(m, 1.0).sample(KEY), in_axes=1)(d.loc))
+
+
+def test_parameters_of_other_ranks_are_read_too():
+    """numpyro does not promote every parameter to one rank: a state-space model's transition
+    matrix is never batched, a copula's concentrations may be scalars. The batch comes from
+    whichever parameters carry it, with no error."""
+    transition, tril = jnp.eye(2) * 0.9, jnp.broadcast_to(jnp.eye(2), (4, 2, 2))
+    v = jax.vmap(lambda s: dist.GaussianStateSpace(3, transition, scale_tril=tril * s))(
+        jnp.arange(1.0, 6.0))
+    assert (v.batch_shape, v.event_shape) == ((5, 4), (3, 2))
+    corr = jnp.array([[1.0, 0.3], [0.3, 1.0]])
+    x = jnp.array([0.3, 0.6])
+    ks = jnp.arange(1.0, 4.0)
+    for make in (lambda m, k: m.GaussianCopulaBeta(jnp.array([2.0, 2.5]) * k, 3.0, corr),
+                 lambda m, k: m.GaussianCopulaBeta(2.0, jnp.array([3.0, 2.0]) * k, corr)):
+        g = jax.vmap(lambda k, make=make: make(dist, k))(ks)
+        assert g.batch_shape == (3,)
+        elements = jnp.stack([make(nd, k).log_prob(x) for k in ks])
+        np.testing.assert_allclose(g.log_prob(x), elements, rtol=1e-5)

@@ -15,9 +15,9 @@ disagrees with the stored batch shape:
   contribution, go in front of the stored batch shape; fewer (inside ``vmap``, or a ``scan``
   over a batched instance): the stored shape loses its leading axes.
 
-The check runs in every unflatten but costs one ``len``: the first parameter's rank (generated
-inline by `stabledist._src.pytree`; numpyro promotes every parameter to one batch rank); only an
-instance whose first parameter disagrees reaches `derive`, which looks at all of them. A
+The check runs in every unflatten but costs one ``len`` per parameter (generated inline by
+`stabledist._src.pytree`): only an instance whose largest parameter rank disagrees with the
+stored batch shape reaches `derive`. A
 distribution built from a derived one keeps the shape its constructor read (`settled`). Nothing
 derived goes into aux data: the treedef stays numpyro's. Leaves without a ``shape`` (Python
 numbers, ``in_axes`` specs, placeholders) say nothing. When the contributions disagree (a
@@ -39,8 +39,8 @@ from numpyro.distributions.distribution import ExpandedDistribution
 __all__ = [
     "CHILD_OFFSETS", "CONSTRUCTING", "DERIVED_ALIVE", "EVENT", "NOT_DERIVED",
     "STORED_BATCH_SHAPE", "BatchRule",
-    "after_unflatten", "batch_rule", "derive", "event_rank", "marked", "merged", "same",
-    "settled", "to_event", "undo",
+    "after_unflatten", "batch_rule", "derive", "event_rank", "is_derived", "marked", "merged",
+    "same", "settled", "to_event", "undo",
 ]
 
 Offset = Callable[[Any, Any], int]
@@ -122,6 +122,13 @@ the shape again from the leaves."""
 EVENT = -1
 """Event rank of a parameter that is the instance's event rank (`Delta`'s ``v``)."""
 
+# Parameters numpyro's constructor broadcasts to the batch and event shape: a new axis inside
+# their event dimensions (``vmap(..., out_axes=k)`` past the batch) is detected there.
+EVENT_SHAPED: dict[str, tuple[str, ...]] = {
+    "MultivariateNormal": ("loc",),
+    "Dirichlet": ("concentration",),
+}
+
 # Parameters whose event rank is not their ``arg_constraints`` entry's.
 EVENT_RANKS: dict[str, dict[str, int]] = {
     "Delta": {"v": EVENT},  # the instance's event rank (``event_dim=`` of the constructor)
@@ -141,6 +148,9 @@ class BatchRule:
     arrays: tuple[tuple[int, int], ...]
     children: tuple[tuple[int, Offset], ...]
     keep: bool = False  # a `NOT_DERIVED` class: only give its children their shapes back
+    pure: bool = False  # parameters only (no field may hold a distribution): memoizable
+    # parameters whose shape ends in the event shape (`EVENT_SHAPED`, `EVENT` ranks)
+    event_shaped: tuple[int, ...] = ()
 
 
 def batch_rule(cls: type, data: tuple[str, ...], arrays: frozenset[str],
@@ -159,8 +169,10 @@ def batch_rule(cls: type, data: tuple[str, ...], arrays: frozenset[str],
     children = tuple((i, offsets[name]) for i, name in enumerate(data) if name in offsets)
     if not ranks and not children:
         return None
-    _NESTED[cls] = tuple(name for name in data if name not in arrays)
-    return BatchRule(tuple(ranks), children)
+    nested = _NESTED[cls] = tuple(name for name in data if name not in arrays)
+    shaped = merged({k: dict.fromkeys(v) for k, v in EVENT_SHAPED.items()}, cls)
+    event_shaped = tuple(i for i, rank in ranks if rank == EVENT or data[i] in shaped)
+    return BatchRule(tuple(ranks), children, pure=not nested, event_shaped=event_shaped)
 
 
 # The fields that may hold distributions, of each class that can be derived (`_restored`
@@ -207,11 +219,11 @@ def undo(state: dict[str, Any], names: tuple[str, ...] | None = None) -> None:
         if isinstance(value, _NumpyroDistribution):
             if STORED_BATCH_SHAPE in value.__dict__:
                 state[name] = _restored(value)
-        elif type(value) is list and any(_is_derived(v) for v in value):
-            state[name] = [_restored(v) if _is_derived(v) else v for v in value]
+        elif type(value) is list and any(is_derived(v) for v in value):
+            state[name] = [_restored(v) if is_derived(v) else v for v in value]
 
 
-def _is_derived(value: Any) -> bool:
+def is_derived(value: Any) -> bool:
     return isinstance(value, _NumpyroDistribution) and STORED_BATCH_SHAPE in value.__dict__
 
 
@@ -228,14 +240,22 @@ def _restored(d: Any) -> Any:
 
 def settled(d: Any) -> Any:
     """``d`` as a child of a new distribution: a derived instance is copied with its derived
-    batch shape as its stored one. The parent's constructor read that shape (``Independent``
-    moved its dimensions to the event, ``expand`` sized its axes from it), so round trips of
-    the parent must keep it: `undo` restores only what an unflatten derived."""
-    if not _is_derived(d):
+    batch shape as its stored one, and so are the derived distributions it holds. The
+    parent's constructor read that shape (``Independent`` moved its dimensions to the event,
+    ``expand`` sized its axes from it), so round trips of the parent must keep it: `undo`
+    restores only what an unflatten derived. (A copy: the caller's instance keeps its
+    element's tree structure, so the parent holds an equal object, not the same one.)"""
+    if not is_derived(d):
         return d
     copy = object.__new__(type(d))
     state = dict(d.__dict__)
     del state[STORED_BATCH_SHAPE]
+    for name in _NESTED.get(type(d), ()):
+        value = state.get(name)
+        if is_derived(value):
+            state[name] = settled(value)
+        elif type(value) is list and any(map(is_derived, value)):
+            state[name] = [settled(v) for v in value]
     object.__setattr__(copy, "__dict__", state)
     return copy
 
@@ -267,8 +287,8 @@ def derive(d: Any, rule: BatchRule, children: Any) -> Any:
     state = d.__dict__
     stored = tuple(state["_batch_shape"])
     key = None
-    if not rule.children:  # parameters only: the answer is a function of their shapes
-        key = (rule, stored, state["_event_shape"],
+    if rule.pure:  # parameters only: the answer is a function of their shapes
+        key = (rule, stored, tuple(state["_event_shape"]),
                *[getattr(children[i], "shape", None) for i, _ in rule.arrays])
         batch = _SHAPES.get(key, _UNKNOWN)
     else:
@@ -309,9 +329,10 @@ def after_unflatten(d: Any, rule: BatchRule, children: Any, nested: tuple[str, .
         return d
     state = d.__dict__
     if rule.arrays and not rule.keep:
-        i, rank = rule.arrays[0]  # numpyro promotes every parameter to one batch rank
-        extra = len(state["_event_shape"]) if rank == EVENT else rank
-        if len(getattr(children[i], "shape", ())) != len(state["_batch_shape"]) + extra:
+        n, event = len(state["_batch_shape"]), len(state["_event_shape"])
+        ranks = [len(getattr(children[i], "shape", ())) - (event if rank == EVENT else rank)
+                 for i, rank in rule.arrays]
+        if max(ranks) != n:  # one above the stored rank (new axes), or all below it
             return derive(d, rule, children)
     elif not DERIVED_ALIVE:
         return d
@@ -328,24 +349,22 @@ def marked(*values: Any) -> bool:
     if not DERIVED_ALIVE:
         return False
     for value in values:
-        if _is_derived(value) or (type(value) is list and any(map(_is_derived, value))):
+        if is_derived(value) or (type(value) is list and any(map(is_derived, value))):
             return True
     return False
 
 
 def _check_event_dimensions(d: Any, rule: BatchRule, children: Any) -> None:
-    """New axes must be batch axes: a vector parameter of a distribution of vectors (the
-    mean of a `MultivariateNormal`, a `Dirichlet`'s concentration, `Delta`'s value) must still
-    end in the event shape (``vmap(..., out_axes=k)`` with ``k`` past the batch dimensions puts
-    the mapped axis inside the event, which no batch shape describes). A parameter of higher
-    event rank need not have the event's shape (a state-space model's transition matrix)."""
+    """New axes must be batch axes: a parameter that has the event shape (a
+    `MultivariateNormal`'s mean, a `Dirichlet`'s concentration, `Delta`'s value; or sizes 1
+    that broadcast to it) must still end in it (``vmap(..., out_axes=k)`` with ``k`` past the
+    batch dimensions puts the mapped axis inside the event, which no batch shape describes).
+    Other parameters say nothing: their event dimensions need not be the event's (a
+    state-space model's transition matrix, a copula's scalar concentration)."""
     event = tuple(d.__dict__["_event_shape"])
-    if not event:
-        return
-    for i, rank in rule.arrays:
+    for i in rule.event_shaped:
         shape = getattr(children[i], "shape", None)
-        if (type(shape) is tuple and (rank == EVENT or rank == len(event) == 1)
-                and len(shape) >= len(event)):
+        if type(shape) is tuple and event and len(shape) >= len(event):
             if not _broadcasts(shape[len(shape) - len(event):], event):
                 raise ValueError(
                     f"{type(d).__name__}: a parameter of shape {shape} does not end in the "

@@ -37,13 +37,7 @@ from numpyro.distributions.distribution import Distribution as _NumpyroDistribut
 from numpyro.distributions.distribution import DistributionMeta, MaskedDistribution
 from numpyro.distributions.util import lazy_property
 
-from stabledist._src.batching import (
-    CONSTRUCTING,
-    DERIVED_ALIVE,
-    batch_rule,
-    marked,
-    settled,
-)
+from stabledist._src.batching import CONSTRUCTING, batch_rule, is_derived, settled
 from stabledist._src.cache import CACHE, cached_lazy_property
 from stabledist._src.export import register_serialization  # jax.export hook (export.py)
 from stabledist._src.introspect import is_numpyro_class
@@ -390,11 +384,11 @@ def _adopt_children(d: Distribution) -> None:
         if isinstance(value, _NumpyroDistribution):
             if not isinstance(value, Distribution):
                 state[name] = stabilize(value)
-            elif DERIVED_ALIVE:
+            else:  # a batched one (a pickled copy too, so no liveness test): settled
                 state[name] = settled(value)
         elif type(value) in _SEQUENCES and value and not isinstance(value[0], int):
             stable = stabilize(value)  # shapes are tuples of ints: skipped above
-            if DERIVED_ALIVE and marked(list(stable)):
+            if any(map(is_derived, stable)):
                 stable = type(stable)(map(settled, stable))
             if stable is not value:
                 state[name] = stable

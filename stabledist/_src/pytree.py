@@ -355,11 +355,11 @@ def _generate(
 def _batch_check(rule: BatchRule | None, required_aux: tuple[str, ...],
                  nested: tuple[str, ...]) -> list[str]:
     """Lines of the generated unflatten (`stabledist._src.batching.after_unflatten`, inline)
-    that send an instance whose leaves disagree with its stored batch shape to `derive`: the
-    rank of the first parameter (numpyro's constructors promote all of them to one batch rank;
-    `derive` looks at every one), or, for a parent of nested distributions only, a derived
-    child. A parent that keeps its shape gives nested distributions derived by this unflatten
-    their stored shapes back (numpyro's truncated and censored classes hold a base
+    that send an instance whose leaves disagree with its stored batch shape to `derive`: one
+    ``len`` per parameter (numpyro does not promote every parameter to one rank: a state-space
+    model's transition matrix is never batched), or, for a parent of nested distributions
+    only, a derived child. A parent that keeps its shape gives nested distributions derived by
+    this unflatten their stored shapes back (numpyro's truncated and censored classes hold a base
     distribution whose parameters have the parent's rank and whose stored shape is its own)."""
     if rule is None:
         return []
@@ -372,11 +372,15 @@ def _batch_check(rule: BatchRule | None, required_aux: tuple[str, ...],
         children = "".join(f"_{i}, " for i, _ in rule.children)
         return [f"    if derived_alive and marked({children}):",
                 "        return derive(d, rule, children)", *restore]
-    i, rank = rule.arrays[0]
-    expected = f"len({batch})" + (f" + len({event})" if rank == EVENT else
-                                  f" + {rank}" if rank else "")
-    return [f"    if len(getattr(_{i}, 'shape', ())) != {expected}:",
-            "        return derive(d, rule, children)", *restore]
+    ranks = [f"len(getattr(_{i}, 'shape', ()))"
+             + (f" - len({event})" if rank == EVENT else f" - {rank}" if rank else "")
+             for i, rank in rule.arrays]
+    names = [f"r{k}" for k in range(len(ranks))]
+    # the largest rank differs from n: one rank above it (new axes), or every rank below it
+    test = (" or ".join(f"{r} > n" for r in names) + " or ("
+            + " and ".join(f"{r} < n" for r in names) + ")")
+    return [f"    n = len({batch})", *(f"    {r} = {rank}" for r, rank in zip(names, ranks)),
+            f"    if {test}:", "        return derive(d, rule, children)", *restore]
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:

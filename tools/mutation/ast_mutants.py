@@ -174,7 +174,7 @@ MUTANTS: tuple[AstMutant, ...] = (
         _k("tests/test_pytree.py", "test_round_trip_is_exact and Censored"),
     ),
     AstMutant(
-        BATCHING, "settled", "_is_derived(d)", "False",
+        BATCHING, "settled", "is_derived(d)", "False",
         "batching: a distribution built from a vmapped one keeps the child's stale stored shape "
         "(to_event, expand and mixtures of a vmapped distribution break in a round trip)",
         _k("tests/test_batched.py", "keeps_its_shapes"),
