@@ -278,19 +278,42 @@ def test_a_distribution_built_from_a_vmapped_one_keeps_its_shapes(build, element
         np.testing.assert_allclose(d.sample(KEY, (2,)), theirs.sample(KEY, (2,)), rtol=1e-6)
 
 
-def test_out_axes_inside_the_event_is_a_clear_error():
-    """A mapped axis inside a vector's event dimensions describes no distribution: vmap says
-    so. Inside the batch dimensions it is the batch shape of the moved leaves."""
+def test_axes_inside_the_event_keep_numpyros_shape():
+    """A mapped axis inside a vector's event dimensions (``out_axes`` past the batch, the
+    leaves of ``jacfwd`` / ``hessian``) describes no distribution: the stored batch shape is
+    kept, as numpyro keeps it, never an error. Inside the batch dimensions it is the batch
+    shape of the moved leaves."""
     def build(m):
         return dist.MultivariateNormal(m, scale_tril=jnp.eye(3))
     for axis in (1, -1):
-        with pytest.raises(ValueError, match="mapped axis landed inside the event dimensions"):
-            jax.vmap(build, out_axes=axis)(jnp.ones((4, 3)))
+        inside = jax.vmap(build, out_axes=axis)(jnp.ones((4, 3)))
+        assert (inside.batch_shape, inside.loc.shape) == ((), (3, 4))
+    x = jnp.ones(3)
+    for module in (dist, nd):
+        jac = jax.jacfwd(lambda t, m=module: m.MultivariateNormal(
+            t[0] * jnp.ones(3), scale_tril=jnp.eye(3) * t[1]))(jnp.array([1.0, 2.0]))
+        assert (jac.batch_shape, jac.event_shape) == ((), (3,))
+        hess = jax.hessian(lambda d: d.log_prob(x))(
+            module.MultivariateNormal(jnp.zeros(3), scale_tril=jnp.eye(3)))
+        assert hess.batch_shape == ()
+        dirichlet = jax.jacfwd(lambda t, m=module: m.Dirichlet(t[0] * jnp.ones(3) + t[1]))(
+            jnp.array([1.0, 2.0]))
+        assert dirichlet.batch_shape == ()
     g = jax.vmap(lambda m: dist.MultivariateNormal(m, scale_tril=jnp.eye(3)), out_axes=1)(
         jnp.ones((4, 2, 3)))
     assert (g.batch_shape, g.event_shape) == ((2, 4), (3,))
     ref = nd.MultivariateNormal(g.loc, scale_tril=g.scale_tril)
     np.testing.assert_array_equal(g.log_prob(jnp.zeros(3)), ref.log_prob(jnp.zeros(3)))
+
+
+def test_a_distribution_as_a_leaf_is_no_error():
+    """``tree_map`` may put anything in a leaf, a distribution too (``jax.hessian`` with
+    respect to a distribution does): numpyro returns, so does stabledist."""
+    n = dist.Normal(jnp.zeros(3), 1.0)
+    nested = jax.tree.map(lambda _: n, n)
+    assert nested.loc is n and nested.batch_shape == (3,)
+    hess = jax.hessian(lambda d: d.log_prob(jnp.ones(3)).sum())(n)
+    assert isinstance(hess.loc, dist.Normal)
 
 
 def test_in_axes_past_zero_gives_each_element_its_shape():

@@ -185,7 +185,8 @@ def merged(table: Mapping[str, Mapping[str, Any]], cls: type) -> dict[str, Any]:
     overridden by those of the classes derived from them."""
     found: dict[str, Any] = {}
     for base in reversed(cls.__mro__):
-        found.update(table.get(base.__name__, {}))
+        if base.__module__.startswith("numpyro."):  # not a user's class of the same name
+            found.update(table.get(base.__name__, {}))
     return found
 
 
@@ -289,7 +290,8 @@ def derive(d: Any, rule: BatchRule, children: Any) -> Any:
     key = None
     if rule.pure:  # parameters only: the answer is a function of their shapes
         key = (rule, stored, tuple(state["_event_shape"]),
-               *[getattr(children[i], "shape", None) for i, _ in rule.arrays])
+               *[s if type(s := getattr(children[i], "shape", None)) is tuple else None
+                 for i, _ in rule.arrays])
         batch = _SHAPES.get(key, _UNKNOWN)
     else:
         batch = _UNKNOWN
@@ -300,8 +302,9 @@ def derive(d: Any, rule: BatchRule, children: Any) -> Any:
                 batch = _derived_shape(stored, _contributions(state, rule, children))
             except Exception:
                 batch = None
-        if batch is not None and len(batch) > len(stored):
-            _check_event_dimensions(d, rule, children)
+        if (batch is not None and len(batch) > len(stored)
+                and not _event_dimensions_kept(d, rule, children)):
+            batch = None  # no batch shape describes it: numpyro's stored one, no new error
         if key is not None:
             if len(_SHAPES) >= _SHAPES_SIZE:
                 _SHAPES.clear()
@@ -330,7 +333,7 @@ def after_unflatten(d: Any, rule: BatchRule, children: Any, nested: tuple[str, .
     state = d.__dict__
     if rule.arrays and not rule.keep:
         n, event = len(state["_batch_shape"]), len(state["_event_shape"])
-        ranks = [len(getattr(children[i], "shape", ())) - (event if rank == EVENT else rank)
+        ranks = [_rank(children[i]) - (event if rank == EVENT else rank)
                  for i, rank in rule.arrays]
         if max(ranks) != n:  # one above the stored rank (new axes), or all below it
             return derive(d, rule, children)
@@ -341,6 +344,11 @@ def after_unflatten(d: Any, rule: BatchRule, children: Any, nested: tuple[str, .
     if nested and DERIVED_ALIVE:
         undo(state, nested)
     return d
+
+
+def _rank(value: Any) -> int:
+    shape = getattr(value, "shape", ())
+    return len(shape) if type(shape) is tuple else 0
 
 
 def marked(*values: Any) -> bool:
@@ -354,24 +362,22 @@ def marked(*values: Any) -> bool:
     return False
 
 
-def _check_event_dimensions(d: Any, rule: BatchRule, children: Any) -> None:
-    """New axes must be batch axes: a parameter that has the event shape (a
+def _event_dimensions_kept(d: Any, rule: BatchRule, children: Any) -> bool:
+    """Are the new axes batch axes? A parameter that has the event shape (a
     `MultivariateNormal`'s mean, a `Dirichlet`'s concentration, `Delta`'s value; or sizes 1
-    that broadcast to it) must still end in it (``vmap(..., out_axes=k)`` with ``k`` past the
-    batch dimensions puts the mapped axis inside the event, which no batch shape describes).
-    Other parameters say nothing: their event dimensions need not be the event's (a
-    state-space model's transition matrix, a copula's scalar concentration)."""
+    that broadcast to it) must still end in it. ``vmap(..., out_axes=k)`` with ``k`` past the
+    batch dimensions, and ``jax.jacfwd`` / ``jax.hessian`` of a function returning a
+    distribution (their leaves end in the input's shape), put axes inside the event, which no
+    batch shape describes: the stored shape is kept there, as numpyro keeps it. Other
+    parameters say nothing: their event dimensions need not be the event's (a state-space
+    model's transition matrix, a copula's scalar concentration)."""
     event = tuple(d.__dict__["_event_shape"])
     for i in rule.event_shaped:
         shape = getattr(children[i], "shape", None)
         if type(shape) is tuple and event and len(shape) >= len(event):
             if not _broadcasts(shape[len(shape) - len(event):], event):
-                raise ValueError(
-                    f"{type(d).__name__}: a parameter of shape {shape} does not end in the "
-                    f"event shape {event}: a mapped axis landed inside the event dimensions "
-                    "(vmap's out_axes must be 0, or an axis within the batch dimensions, for "
-                    "a distribution output)"
-                )
+                return False
+    return True
 
 
 def _holds_expanded(values: Any) -> bool:

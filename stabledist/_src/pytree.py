@@ -379,8 +379,11 @@ def _batch_check(rule: BatchRule | None, required_aux: tuple[str, ...],
     # the largest rank differs from n: one rank above it (new axes), or every rank below it
     test = (" or ".join(f"{r} > n" for r in names) + " or ("
             + " and ".join(f"{r} < n" for r in names) + ")")
-    return [f"    n = len({batch})", *(f"    {r} = {rank}" for r, rank in zip(names, ranks)),
-            f"    if {test}:", "        return derive(d, rule, children)", *restore]
+    return ["    try:", f"        n = len({batch})",
+            *(f"        {r} = {rank}" for r, rank in zip(names, ranks)),
+            f"        if {test}:", "            return derive(d, rule, children)",
+            "    except TypeError:  # a leaf whose shape is no sequence (a distribution's method)",
+            "        return derive(d, rule, children)", *restore]
 
 
 def _getter(names: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
