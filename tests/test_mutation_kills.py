@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as nd
 import pytest
+from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
 from stabledist._src.cache import CACHE
@@ -46,8 +47,8 @@ def test_clear_cache_keeps_seeded_values() -> None:
 
 
 def test_an_assignment_refreshes_every_distribution_holding_a_shared_base() -> None:
-    """``LazyValueCache._holds`` 13, 17, 19: a base held by two distributions must remember
-    both holders."""
+    """``LazyValueCache._adopt`` (was ``_holds`` 13, 17, 19): a base held by two
+    distributions must remember both holders."""
     base = sd.Normal(jnp.asarray(0.0), jnp.asarray(1.0))
     a = sd.TruncatedNormal(0.0, 1.0, low=0.0, high=1.0)
     b = sd.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0)
@@ -122,3 +123,56 @@ def test_a_dead_instance_leaves_no_value_behind() -> None:
     gc.collect()
     assert sd.cache_info() == before
     assert key not in CACHE.owners
+
+
+class _Chained(nd.Normal):
+    """Two lazy values, the first computed from the second (numpyro's pattern:
+    ``TruncatedNormal._log_diff_tail_probs`` reads ``_tail_prob_at_high``)."""
+
+    @lazy_property
+    def outer(self):
+        return self.inner + 1.0
+
+    @lazy_property
+    def inner(self):
+        return self.loc * 2.0
+
+
+def test_a_value_computed_from_another_keeps_both_and_releases_both() -> None:
+    """``LazyValueCache.reader`` (first-read fast path): when the value read creates the
+    instance's owner itself (through the value it reads), that owner must stay and record
+    both names; replacing it would leave ``inner`` behind when the instance dies."""
+    chained = sd.make_stable(_Chained)
+    d = chained(jnp.asarray(1.0), jnp.asarray(1.0))
+    key = id(d)
+    assert float(d.outer) == 3.0
+    assert set(CACHE.cached(d)) == {"outer", "inner"}
+    del d
+    gc.collect()
+    assert key not in CACHE.table("inner") and key not in CACHE.table("outer")
+    assert key not in CACHE.owners
+
+
+def test_dead_holders_leave_no_record_in_the_child() -> None:
+    """``LazyValueCache._release`` (``held``): a global base held by many short-lived
+    distributions with values must not collect a record of each one, and an assignment
+    to it still reaches the holders that are alive."""
+    import copy
+
+    template = sd.TruncatedDistribution(sd.Normal(0.0, 1.0), low=0.0, high=1.0)
+    base = template.base_dist
+    for _ in range(200):
+        t = copy.copy(template)  # shares base
+        assert t.base_dist is base
+        t.log_prob(0.5)  # its normalizer: a value, so it is recorded as base's holder
+    alive = t
+    del t
+    gc.collect()
+    holders = CACHE._owners[id(base)].holders
+    assert holders is not None and list(holders) == [id(alive)]
+    before = alive.log_prob(0.5)
+    base.loc = jnp.asarray(0.5)
+    want = nd.TruncatedDistribution(nd.Normal(0.5, 1.0), low=0.0, high=1.0).log_prob(0.5)
+    got = alive.log_prob(0.5)
+    assert got != before
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import jax
@@ -67,23 +67,34 @@ if not all(hasattr(_core, n) for n in ("trace_ctx", "eval_trace", "top_axis_env"
     )
 
 
-def _top_level_test() -> Callable[[], bool]:
-    """jax's ``trace_ctx.is_top_level`` without its two Python property calls where jax keeps
-    the state in its C config objects (jax >= 0.8: ~0.2 us of every miss)."""
+def _top_level_state() -> tuple[Any, Any, Any, Any]:
+    """``(strong, eval_trace, axis, top_axis_env)``: no trace is active exactly when
+    ``strong.value is eval_trace and axis.value is top_axis_env``. That is jax's
+    ``trace_ctx.is_top_level`` without its two Python property calls, where jax keeps the state
+    in its C config objects (jax >= 0.8); ~0.2 us of every miss. On a jax that keeps it
+    elsewhere the pieces never match, so every read takes the general path, which asks jax."""
     strong, axis = (getattr(_core, n, None) for n in ("trace_state_strong_ref", "axis_env_state"))
-    if strong is None or axis is None:
-        return _core.trace_ctx.is_top_level
-    eval_trace, top_axis_env = _core.eval_trace, _core.top_axis_env
-
-    def is_top_level() -> bool:
-        return strong.value is eval_trace and axis.value is top_axis_env
-
-    if not is_top_level():  # pragma: no cover - jax keeps its state elsewhere now
-        return _core.trace_ctx.is_top_level
-    return is_top_level
+    never = (_NeverTopLevel(), None, _NeverTopLevel(), None)
+    if strong is None or axis is None:  # pragma: no cover - a jax release not seen yet
+        return never
+    state = (strong, _core.eval_trace, axis, _core.top_axis_env)
+    if not (strong.value is state[1] and axis.value is state[3]):  # pragma: no cover
+        return never
+    return state
 
 
-_is_top_level = _top_level_test()
+class _NeverTopLevel:
+    value = object()
+
+
+_TOP_LEVEL = _top_level_state()
+
+
+def _is_top_level() -> bool:
+    strong, eval_trace, axis, top_axis_env = _TOP_LEVEL
+    if strong.value is eval_trace and axis.value is top_axis_env:
+        return True
+    return _core.trace_ctx.is_top_level()
 
 
 def _no_mesh() -> Any:
@@ -95,7 +106,8 @@ def _no_mesh() -> Any:
 
 T = TypeVar("T")
 _MISSING: Any = object()
-_NOTHING_SEEDED: frozenset[str] = frozenset()
+_NOTHING: frozenset[str] = frozenset()
+_NO_CHILDREN: tuple[_Owner, ...] = ()
 
 
 class CacheInfo(NamedTuple):
@@ -109,17 +121,22 @@ class _Owner(weakref.ref):
     """The weak reference to an instance that has values in the cache, and the bookkeeping
     its death and its changes need: the instance's key, the names it has values for, which
     of them its constructor seeded, whether its construction has ended (``settled``: from
-    then on an assignment drops seeded values too), and weak references to the
-    distributions that hold it and have values (``holders``: an assignment to this instance
-    drops theirs). One object per instance with values, made in C (no Python ``__init__``);
-    its callback drops every value of the instance."""
+    then on an assignment drops seeded values too), the owners of the distributions that
+    hold it and have values (``holders``, by key: an assignment to this instance drops
+    theirs), and the owners of the distributions it holds (``held``: its death removes it
+    from their ``holders``). One object per instance with values, made in C (no Python
+    ``__init__``); its callback drops every value of the instance.
 
-    __slots__ = ("holders", "key", "names", "seeded", "settled")
+    ``names`` and ``seeded`` are frozensets, replaced, never changed in place: a first value
+    shares its property's one-name set (no set built on the first-read path)."""
+
+    __slots__ = ("held", "holders", "key", "names", "seeded", "settled")
     key: int
-    names: set[str]
+    names: frozenset[str]
     seeded: frozenset[str]
     settled: bool
-    holders: weakref.WeakSet[Any] | None
+    holders: dict[int, _Owner] | None
+    held: Sequence[_Owner]
 
 
 class LazyValueCache:
@@ -143,6 +160,67 @@ class LazyValueCache:
         self.lock = threading.RLock()
         # class -> instance -> the distributions it holds (nested fields), for `holds`
         self.children_of: dict[type, Callable[[Any], list[Any]]] = {}
+        self._release_callback = self._release  # one bound method, not one per owner
+
+    def reader(self, name: str, prop: cached_lazy_property[Any]) -> Callable[[Any], Any]:
+        """The getter of the lazy property ``prop`` under ``name``: ``prop.wrapped``, its
+        function, is looked up on each miss (tests replace it).
+
+        A hit is one subscript in a function with two free variables and nothing else:
+        the hit must not pay for the first read (a ``dict.get`` and a test would cost 5-8 ns
+        of ~100; a miss pays ~0.25 us for its ``KeyError`` instead). The commonest miss, an
+        eager first read by an instance with no values yet, is inlined in ``miss``: one
+        trace-state test, the lock, the value, one weak reference, two table inserts, and
+        the holders' record if it holds distributions. Everything else goes through
+        `get_or_compute`.
+        """
+        values = self.table(name)
+        owners_setdefault = self._owners.setdefault
+        acquire, release = self.lock.acquire, self.lock.release
+        strong, eval_trace, axis, top_axis_env = _TOP_LEVEL
+        concrete_types, children_of = _CONCRETE_TYPES, self.children_of
+        new_owner, callback = _Owner, self._release_callback
+        only_this = frozenset((name,))
+        get_or_compute, adopt = self.get_or_compute, self._adopt
+
+        def miss(instance: Any) -> Any:
+            if strong.value is not eval_trace or axis.value is not top_axis_env:
+                return get_or_compute(instance, name, prop.wrapped, values)
+            key = id(instance)
+            acquire()  # (no `with`: half the cost)
+            try:
+                if key in values:  # a stored None, or another thread stored it meanwhile
+                    return values[key]
+                value = prop.wrapped(instance)
+                if type(value) not in concrete_types and not _is_concrete(value):
+                    return value  # computed from leaked tracers: never cached
+                try:
+                    owner = new_owner(instance, callback)
+                except TypeError:
+                    owner = self._new_owner(instance, key)  # raises the clear error
+                owner.key, owner.names, owner.seeded = key, only_this, _NOTHING
+                owner.settled, owner.holders, owner.held = False, None, _NO_CHILDREN
+                if owners_setdefault(key, owner) is not owner:
+                    # it has values (seeded, or read by this one): their owner stays (this
+                    # one is dropped, and a dropped weak reference never calls back)
+                    self._store(instance, key, name, values, value)
+                    return value
+                values[key] = value
+                children = children_of.get(type(instance))
+                if children is not None:
+                    adopt(owner, instance, children)
+                return value
+            finally:
+                release()
+
+        def read(instance: Any) -> Any:
+            try:  # a hit: one dict lookup, no call
+                return values[id(instance)]
+            except KeyError:
+                return miss(instance)
+
+        read.__name__ = name
+        return read
 
     def table(self, name: str) -> dict[int, Any]:
         """The value table of the lazy property ``name`` (shared by all classes)."""
@@ -235,7 +313,7 @@ class LazyValueCache:
             return {}
         key = id(instance)
         tables = self._tables
-        return {name: tables[name][key] for name in list(owner.names) if key in tables[name]}
+        return {name: tables[name][key] for name in owner.names if key in tables[name]}
 
     def clear(self) -> None:
         """Forget every computed value (live instances recompute on their next read); values
@@ -273,9 +351,11 @@ class LazyValueCache:
             self._tables[name].pop(key, None)
         owner.names = owner.names - drop
         if owner.settled:
-            owner.seeded = _NOTHING_SEEDED
-        for holder in list(owner.holders or ()):
-            self._invalidate(holder, seen)
+            owner.seeded = _NOTHING
+        for holder_owner in list((owner.holders or {}).values()):
+            holder = holder_owner()
+            if holder is not None:
+                self._invalidate(holder, seen)
 
     def info(self) -> CacheInfo:
         owners = list(self._owners.values())
@@ -287,51 +367,64 @@ class LazyValueCache:
         owner = self._owners.get(key)
         if owner is None:
             owner = self._new_owner(instance, key)
-            owner.names = {name}
+            owner.names = frozenset((name,))
+            table[key] = value
             children = self.children_of.get(type(instance))
             if children is not None:  # a value of a distribution that holds others
-                for child in children(instance):
-                    self._holds(child, instance)
-        else:
-            owner.names.add(name)
+                self._adopt(owner, instance, children)
+            return owner
+        if name not in owner.names:
+            owner.names = owner.names | {name}
         table[key] = value
         return owner
 
     def _new_owner(self, instance: object, key: int) -> _Owner:
         try:
-            owner = _Owner(instance, self._release)
+            owner = _Owner(instance, self._release_callback)
         except TypeError:
             raise TypeError(
                 f"{type(instance).__name__} instances cannot be weakly referenced "
                 "(a __slots__ without '__weakref__'?), so their lazy values cannot be "
                 "cached externally"
             ) from None
-        owner.key, owner.names, owner.seeded = key, set(), _NOTHING_SEEDED
-        owner.settled, owner.holders = False, None
+        owner.key, owner.names, owner.seeded = key, _NOTHING, _NOTHING
+        owner.settled, owner.holders, owner.held = False, None, _NO_CHILDREN
         self._owners[key] = owner
         return owner
 
-    def _holds(self, child: object, holder: object) -> None:
-        """Record that ``holder`` (which has values) holds ``child``: an assignment to a
-        field of ``child`` then drops ``holder``'s values too."""
-        key = id(child)
-        owner = self._owners.get(key)
-        if owner is None:
-            owner = self._new_owner(child, key)
-            owner.settled = True  # a held distribution was constructed before its holder
-        if owner.holders is None:  # a weak set: O(1) when many distributions hold one child
-            owner.holders = weakref.WeakSet()
-        owner.holders.add(holder)
+    def _adopt(self, owner: _Owner, instance: object,
+               children: Callable[[Any], list[Any]]) -> None:
+        """``instance`` (whose owner is ``owner``) got its first value: record it as a
+        holder of each distribution it holds (an assignment to a field of one of them then
+        drops ``instance``'s values too), making owners for those that have none."""
+        owners, key, held = self._owners, owner.key, []
+        for child in children(instance):
+            child_key = id(child)
+            child_owner = owners.get(child_key)
+            if child_owner is None:
+                child_owner = self._new_owner(child, child_key)
+                child_owner.settled = True  # constructed before its holder
+            holders = child_owner.holders
+            if holders is None:  # by key: O(1) when many distributions hold one child
+                holders = child_owner.holders = {}
+            holders[key] = owner
+            held.append(child_owner)
+        owner.held = held
 
     def _release(self, owner: _Owner) -> None:
-        """Weak-reference callback: the instance died; drop its values (no lock: it may run
-        in any thread, at any allocation, and dict operations are atomic)."""
+        """Weak-reference callback: the instance died; drop its values, and its record as a
+        holder (no lock: it may run in any thread, at any allocation, and dict operations
+        are atomic)."""
         key = owner.key
         if self._owners.get(key) is owner:
             del self._owners[key]
         tables = self._tables
         for name in owner.names:
             tables[name].pop(key, None)
+        for child in owner.held:
+            holders = child.holders
+            if holders is not None and holders.get(key) is owner:
+                del holders[key]
 
 
 _CONCRETE_TYPES = frozenset({float, int, bool, np.ndarray, type(jnp.zeros(()))})
@@ -384,20 +477,13 @@ class cached_lazy_property(property, _numpyro_lazy_property, Generic[T]):  # noq
 
     def _bind(self, name: str) -> None:
         self.name = name
-        values = self._values = CACHE.table(name)
-        get_or_compute = CACHE.get_or_compute
-        prop = self
-
-        def read(instance: Any) -> Any:
-            try:  # a hit: one dict lookup
-                return values[id(instance)]
-            except KeyError:  # ``wrapped`` looked up now: it may be replaced (tests stub it)
-                return get_or_compute(instance, name, prop.wrapped, values)
+        self._values = CACHE.table(name)
+        read = CACHE.reader(name, self)
 
         def given(instance: Any, value: Any) -> None:
             CACHE.seed(instance, name, value)
 
-        read.__name__ = given.__name__ = name
+        given.__name__ = name
         read.__qualname__ = f"cached_lazy_property.read[{name}]"
         # the wrapped function's annotations, resolved in its own module through __wrapped__
         # (typing.get_type_hints(S.mean.fget) is numpyro's `jax.Array`, as for numpyro)

@@ -169,20 +169,41 @@ def _build_stable_class(cls: type) -> None:
 
 
 def _nested_distributions(names: tuple[str, ...]) -> Callable[[Any], list[Any]]:
-    """``d -> the distributions d holds in the fields names`` (directly or in a list)."""
+    """``d -> the distributions d holds in the fields names`` (directly or in a list).
+
+    Hot: it runs at the first lazy value of every instance of a class with such fields,
+    right after the value's computation has evicted our data from the CPU caches. So it
+    touches little: a field's kind is looked up by its type in one small table (an
+    ``isinstance`` walks the type's MRO), and plain loops (no generator)."""
+    kinds = _FIELD_KINDS
 
     def children(d: Any) -> list[Any]:
         state = d.__dict__
         found = []
         for name in names:
             value = state.get(name)
-            if isinstance(value, _NumpyroDistribution):
+            kind = kinds.get(type(value)) or _field_kind(type(value))
+            if kind is _HOLDS_ONE:
                 found.append(value)
-            elif type(value) in _SEQUENCES:
-                found.extend(v for v in value if isinstance(v, _NumpyroDistribution))
+            elif kind is _HOLDS_SOME:
+                for v in value:
+                    if isinstance(v, _NumpyroDistribution):
+                        found.append(v)
         return found
 
     return children
+
+
+_HOLDS_ONE, _HOLDS_SOME, _HOLDS_NONE = "distribution", "sequence", "other"
+_FIELD_KINDS: dict[type, str] = {}  # a field value's type -> what it may hold
+
+
+def _field_kind(t: type) -> str:
+    kind = (_HOLDS_ONE if issubclass(t, _NumpyroDistribution)
+            else _HOLDS_SOME if t in _SEQUENCES else _HOLDS_NONE)
+    if len(_FIELD_KINDS) < 4096:  # bounded: classes made in a loop must not grow it forever
+        _FIELD_KINDS[t] = kind
+    return kind
 
 
 def _derived_attributes(cls: type) -> dict[str, Callable[[Any], Any]]:

@@ -114,6 +114,22 @@ MUTANTS: tuple[AstMutant, ...] = (
         _k("tests/test_mutation_kills.py", "test_a_dead_instance_leaves_no_value_behind"),
     ),
     AstMutant(
+        CACHE, "LazyValueCache.reader.miss", "owners_setdefault(key, owner) is not owner",
+        "False",
+        "cache: an eager first read whose value read others of the same instance replaces "
+        "their owner (their values outlive the instance)",
+        _k("tests/test_mutation_kills.py", "test_a_value_computed_from_another"),
+    ),
+    AstMutant(
+        CACHE, "LazyValueCache._release",
+        "for child in owner.held:\n    holders = child.holders\n"
+        "    if holders is not None and holders.get(key) is owner:\n        del holders[key]",
+        None,
+        "cache: a dead holder stays recorded in the distributions it held (a global base "
+        "collects one record per short-lived wrapper)",
+        _k("tests/test_mutation_kills.py", "test_dead_holders_leave_no_record_in_the_child"),
+    ),
+    AstMutant(
         CACHE, "LazyValueCache.get_or_compute",
         "type(value) in _CONCRETE_TYPES or _is_concrete(value)", "True",
         "cache: get_or_compute stores every value, also one computed from tracers in the trace",
