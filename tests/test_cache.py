@@ -534,3 +534,64 @@ def test_hoisting_program_falls_back_to_eager_for_unhashable_static_fields(monke
     assert "jit(hoisted_norm_const)" not in names, names
     want = nd.SineBivariateVonMises(0.25, -1.0, 2.0, 3.0, correlation=0.8).norm_const
     assert jnp.array_equal(CACHE.cached(d)["norm_const"], want)  # op by op: eager bits
+
+
+class _Companion(nd.Normal):
+    @lazy_property
+    def twice(self):
+        return 2.0 * self.loc
+
+
+class _WithCompanion(nd.Normal):
+    @lazy_property
+    def companion(self):  # a lazy value that holds another distribution with values
+        return [sd.make_stable(_Companion)(self.loc + 1.0, 1.0)]
+
+
+def test_clear_cache_survives_instances_dying_during_it() -> None:
+    """Dropping one value may free the last reference to another instance with values,
+    whose weak-reference callback removes its owner while `clear` walks its snapshot."""
+    h = sd.make_stable(_WithCompanion)(jnp.asarray(0.0), 1.0)
+    companion = h.companion[0]
+    companion.twice  # noqa: B018 - its owner comes after h's in the snapshot
+    del companion
+    sd.clear_cache()  # must not raise
+    assert float(h.companion[0].twice) == 2.0
+
+
+class _Wrap(nd.Distribution):
+    """A user's distribution holding another (possibly a `_Wrap`) in a data field."""
+
+    pytree_data_fields = ("base",)
+
+    def __init__(self, base):
+        self.base = base
+        super().__init__(batch_shape=(), event_shape=())
+
+    @lazy_property
+    def twice_loc(self):
+        inner = self.base
+        while isinstance(inner, _Wrap):
+            inner = inner.base
+        return 2.0 * inner.loc
+
+
+def test_an_assignment_reaches_holders_of_holders_and_reassigned_children() -> None:
+    """A holder whose owner was first made as a child (it is held itself) still records its
+    own children at its first value; a holder whose child field is reassigned records the
+    new child. Either way an assignment to the child drops the holders' values."""
+    wrap = sd.make_stable(_Wrap)
+    c = sd.Normal(jnp.asarray(1.0), 1.0)
+    h1 = wrap(c)
+    h2 = wrap(h1)
+    assert float(h2.twice_loc) == 2.0 and float(h1.twice_loc) == 2.0
+    c.loc = jnp.asarray(5.0)
+    assert float(h1.twice_loc) == 10.0 and float(h2.twice_loc) == 10.0
+
+    h = wrap(sd.Normal(jnp.asarray(0.0), 1.0))
+    assert float(h.twice_loc) == 0.0
+    c2 = sd.Normal(jnp.asarray(1.0), 1.0)
+    h.base = c2
+    assert float(h.twice_loc) == 2.0
+    c2.loc = jnp.asarray(7.0)
+    assert float(h.twice_loc) == 14.0

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import jax
@@ -107,7 +107,6 @@ def _no_mesh() -> Any:
 T = TypeVar("T")
 _MISSING: Any = object()
 _NOTHING: frozenset[str] = frozenset()
-_NO_CHILDREN: tuple[_Owner, ...] = ()
 
 
 class CacheInfo(NamedTuple):
@@ -123,8 +122,9 @@ class _Owner(weakref.ref):
     of them its constructor seeded, whether its construction has ended (``settled``: from
     then on an assignment drops seeded values too), the owners of the distributions that
     hold it and have values (``holders``, by key: an assignment to this instance drops
-    theirs), and the owners of the distributions it holds (``held``: its death removes it
-    from their ``holders``). One object per instance with values, made in C (no Python
+    theirs), and the owners of the distributions it holds (``held``, recorded at its first
+    value and again after an assignment to it; ``None`` until then: its death removes it from
+    their ``holders``). One object per instance with values, made in C (no Python
     ``__init__``); its callback drops every value of the instance.
 
     ``names`` and ``seeded`` are frozensets, replaced, never changed in place: a first value
@@ -136,7 +136,7 @@ class _Owner(weakref.ref):
     seeded: frozenset[str]
     settled: bool
     holders: dict[int, _Owner] | None
-    held: Sequence[_Owner]
+    held: list[_Owner] | None
 
 
 class LazyValueCache:
@@ -199,7 +199,7 @@ class LazyValueCache:
                 except TypeError:
                     owner = self._new_owner(instance, key)  # raises the clear error
                 owner.key, owner.names, owner.seeded = key, only_this, _NOTHING
-                owner.settled, owner.holders, owner.held = False, None, _NO_CHILDREN
+                owner.settled, owner.holders, owner.held = False, None, None
                 if owners_setdefault(key, owner) is not owner:
                     # it has values (seeded, or read by this one): their owner stays (this
                     # one is dropped, and a dropped weak reference never calls back)
@@ -323,8 +323,8 @@ class LazyValueCache:
                 for name in owner.names - owner.seeded:
                     self._tables[name].pop(key, None)
                 owner.names &= owner.seeded
-                if not owner.names and not owner.holders:
-                    del self._owners[key]
+                if not owner.names and not owner.holders and self._owners.get(key) is owner:
+                    del self._owners[key]  # (its instance may have died during this loop)
 
     def settled(self, instance: object) -> None:
         """The construction of ``instance`` has ended: from now on an assignment to one of
@@ -336,8 +336,16 @@ class LazyValueCache:
     def invalidate(self, instance: object) -> None:
         """A field of ``instance`` was assigned: drop its values and those of every
         distribution that holds it, transitively (values seeded during the construction
-        that is still running stay: the constructor's own assignments follow them)."""
+        that is still running stay: the constructor's own assignments follow them). The
+        field may have held a distribution: ``instance`` forgets the children it recorded,
+        and records its current ones with its next value."""
         with self.lock:
+            owner = self._owners.get(id(instance))
+            if owner is not None and owner.held is not None:
+                for child in owner.held:
+                    if child.holders is not None and child.holders.get(owner.key) is owner:
+                        del child.holders[owner.key]
+                owner.held = None
             self._invalidate(instance, set())
 
     def _invalidate(self, instance: object, seen: set[int]) -> None:
@@ -376,6 +384,10 @@ class LazyValueCache:
         if name not in owner.names:
             owner.names = owner.names | {name}
         table[key] = value
+        if owner.held is None:  # made as a child, by a seed, or its children were reassigned
+            children = self.children_of.get(type(instance))
+            if children is not None:
+                self._adopt(owner, instance, children)
         return owner
 
     def _new_owner(self, instance: object, key: int) -> _Owner:
@@ -388,7 +400,7 @@ class LazyValueCache:
                 "cached externally"
             ) from None
         owner.key, owner.names, owner.seeded = key, _NOTHING, _NOTHING
-        owner.settled, owner.holders, owner.held = False, None, _NO_CHILDREN
+        owner.settled, owner.holders, owner.held = False, None, None
         self._owners[key] = owner
         return owner
 
@@ -417,11 +429,11 @@ class LazyValueCache:
         are atomic)."""
         key = owner.key
         if self._owners.get(key) is owner:
-            del self._owners[key]
+            self._owners.pop(key, None)  # (`clear` may have removed it meanwhile)
         tables = self._tables
         for name in owner.names:
             tables[name].pop(key, None)
-        for child in owner.held:
+        for child in owner.held or ():
             holders = child.holders
             if holders is not None and holders.get(key) is owner:
                 del holders[key]
