@@ -161,6 +161,7 @@ class LazyValueCache:
         # class -> instance -> the distributions it holds (nested fields), for `holds`
         self.children_of: dict[type, Callable[[Any], list[Any]]] = {}
         self._release_callback = self._release  # one bound method, not one per owner
+        self._readers = self._reader_factory()
 
     def reader(self, name: str, prop: cached_lazy_property[Any]) -> Callable[[Any], Any]:
         """The getter of the lazy property ``prop`` under ``name``: ``prop.wrapped``, its
@@ -174,53 +175,65 @@ class LazyValueCache:
         the holders' record if it holds distributions. Everything else goes through
         `get_or_compute`.
         """
-        values = self.table(name)
+        return self._readers(name, prop)
+
+    def _reader_factory(self) -> Callable[[str, Any], Callable[[Any], Any]]:
+        """`reader`, with what every property's ``miss`` shares bound once, here: closures
+        made by one call share its cells, so a property's reader adds only the cells of its
+        own name, table and descriptor (a few hundred properties: each cell is one more
+        object for the garbage collector to walk)."""
         owners_setdefault = self._owners.setdefault
         acquire, release = self.lock.acquire, self.lock.release
         strong, eval_trace, axis, top_axis_env = _TOP_LEVEL
         concrete_types, children_of = _CONCRETE_TYPES, self.children_of
         new_owner, callback = _Owner, self._release_callback
-        only_this = frozenset((name,))
-        get_or_compute, adopt = self.get_or_compute, self._adopt
+        get_or_compute, adopt, store = self.get_or_compute, self._adopt, self._store
+        checked_owner = self._new_owner
 
-        def miss(instance: Any) -> Any:
-            if strong.value is not eval_trace or axis.value is not top_axis_env:
-                return get_or_compute(instance, name, prop.wrapped, values)
-            key = id(instance)
-            acquire()  # (no `with`: half the cost)
-            try:
-                if key in values:  # a stored None, or another thread stored it meanwhile
-                    return values[key]
-                value = prop.wrapped(instance)
-                if type(value) not in concrete_types and not _is_concrete(value):
-                    return value  # computed from leaked tracers: never cached
+        def reader(name: str, prop: Any) -> Callable[[Any], Any]:
+            values = self.table(name)
+            only_this = frozenset((name,))
+
+            def miss(instance: Any) -> Any:
+                if strong.value is not eval_trace or axis.value is not top_axis_env:
+                    return get_or_compute(instance, name, prop.wrapped, values)
+                key = id(instance)
+                acquire()  # (no `with`: half the cost)
                 try:
-                    owner = new_owner(instance, callback)
-                except TypeError:
-                    owner = self._new_owner(instance, key)  # raises the clear error
-                owner.key, owner.names, owner.seeded = key, only_this, _NOTHING
-                owner.settled, owner.holders, owner.held = False, None, None
-                if owners_setdefault(key, owner) is not owner:
-                    # it has values (seeded, or read by this one): their owner stays (this
-                    # one is dropped, and a dropped weak reference never calls back)
-                    self._store(instance, key, name, values, value)
+                    if key in values:  # a stored None, or another thread stored it meanwhile
+                        return values[key]
+                    value = prop.wrapped(instance)
+                    if type(value) not in concrete_types and not _is_concrete(value):
+                        return value  # computed from leaked tracers: never cached
+                    try:
+                        owner = new_owner(instance, callback)
+                    except TypeError:
+                        owner = checked_owner(instance, key)  # raises the clear error
+                    owner.key, owner.names, owner.seeded = key, only_this, _NOTHING
+                    owner.settled, owner.holders, owner.held = False, None, None
+                    if owners_setdefault(key, owner) is not owner:
+                        # it has values (seeded, or read by this one): their owner stays
+                        # (this one is dropped; a dropped weak reference never calls back)
+                        store(instance, key, name, values, value)
+                        return value
+                    values[key] = value
+                    children = children_of.get(type(instance))
+                    if children is not None:
+                        adopt(owner, instance, children)
                     return value
-                values[key] = value
-                children = children_of.get(type(instance))
-                if children is not None:
-                    adopt(owner, instance, children)
-                return value
-            finally:
-                release()
+                finally:
+                    release()
 
-        def read(instance: Any) -> Any:
-            try:  # a hit: one dict lookup, no call
-                return values[id(instance)]
-            except KeyError:
-                return miss(instance)
+            def read(instance: Any) -> Any:
+                try:  # a hit: one dict lookup, no call
+                    return values[id(instance)]
+                except KeyError:
+                    return miss(instance)
 
-        read.__name__ = name
-        return read
+            read.__name__ = name
+            return read
+
+        return reader
 
     def table(self, name: str) -> dict[int, Any]:
         """The value table of the lazy property ``name`` (shared by all classes)."""

@@ -114,7 +114,8 @@ MUTANTS: tuple[AstMutant, ...] = (
         _k("tests/test_mutation_kills.py", "test_a_dead_instance_leaves_no_value_behind"),
     ),
     AstMutant(
-        CACHE, "LazyValueCache.reader.miss", "owners_setdefault(key, owner) is not owner",
+        CACHE, "LazyValueCache._reader_factory.reader.miss",
+        "owners_setdefault(key, owner) is not owner",
         "False",
         "cache: an eager first read whose value read others of the same instance replaces "
         "their owner (their values outlive the instance)",
@@ -122,7 +123,7 @@ MUTANTS: tuple[AstMutant, ...] = (
     ),
     AstMutant(
         CACHE, "LazyValueCache._release",
-        "for child in owner.held:\n    holders = child.holders\n"
+        "for child in owner.held or ():\n    holders = child.holders\n"
         "    if holders is not None and holders.get(key) is owner:\n        del holders[key]",
         None,
         "cache: a dead holder stays recorded in the distributions it held (a global base "
