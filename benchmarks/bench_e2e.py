@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 from numpyro.contrib.control_flow import scan
-from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO
+from numpyro.infer import MCMC, NUTS, SVI, Predictive, Trace_ELBO
 from numpyro.infer.autoguide import AutoNormal
 
 from benchmarks.common import MODULES, quiet
@@ -31,6 +31,14 @@ from benchmarks.phases import PHASES, record_phases
 from benchmarks.timing import BenchResult, Case, step
 
 Model = Callable[..., None]
+
+PREDICT_INDUCING, PREDICT_DRAWS, PREDICT_CALLS, PREDICT_POINTS = 500, 200, 50, 50
+METHODS = {"gp_predict": ("Predictive",)}
+"""A model's own inference methods (the others run the profile's ``e2e_methods``)."""
+
+
+def methods(model: str, profile: Profile) -> tuple[str, ...]:
+    return METHODS.get(model, profile.e2e_methods)
 
 MODEL_TEXT = {
     "gp": "Gaussian process regression, 30 points, fixed RBF kernel: f ~ global "
@@ -49,9 +57,16 @@ MODEL_TEXT = {
     "norm_const, a 50 x 10001-term series), 60 von Mises observations each",
     "tiny": "loc ~ global TruncatedNormal(0, 1, low=-1, high=2), 10 normal observations "
     "(smoke profile only)",
+    "gp_predict": f"forecasting with an inducing-point GP: u ~ global MultivariateNormal(0, "
+    f"covariance_matrix=K_uu) over {PREDICT_INDUCING} inducing points, f(x) = K_xu @ "
+    "(prior.precision_matrix @ u) a deterministic site, y ~ Normal(f, sigma); "
+    f"jax.jit(Predictive(model, posterior)) with {PREDICT_DRAWS} posterior draws, called on "
+    f"{PREDICT_CALLS} new batches of {PREDICT_POINTS} inputs (first call with its compile "
+    "included). numpyro's traced program recomputes K_uu^-1 (two triangular solves in its "
+    "jaxpr) in every call; stabledist's reads it as a constant",
 }
 READS_LAZY = {"gp": True, "hierarchical": False, "regression": True, "statespace": True,
-              "angles": True, "tiny": True}
+              "angles": True, "tiny": True, "gp_predict": True}
 """Whether the model reads a lazy value of a global distribution (where stabledist can save)."""
 
 
@@ -134,6 +149,28 @@ def build(m: Any, model: str) -> tuple[Model, tuple]:
             numpyro.sample("psi", m.VonMises(a[1], 2.0), obs=y[:, 1])
 
         return angles, (obs,)
+    if model == "gp_predict":
+        z = np.linspace(0, 1, PREDICT_INDUCING)
+        k_uu = (_rbf(z, z) + 1e-3 * np.eye(PREDICT_INDUCING)).astype(np.float32)
+        u_prior = m.MultivariateNormal(jnp.zeros(PREDICT_INDUCING),
+                                       covariance_matrix=jnp.asarray(k_uu))
+        sigma_prior = m.HalfNormal(1.0)
+        zz = jnp.asarray(z, jnp.float32)
+
+        def gp_predict(x: jax.Array, y: jax.Array | None = None) -> None:
+            u = numpyro.sample("u", u_prior)
+            sigma = numpyro.sample("sigma", sigma_prior)
+            k_xu = jnp.exp(-0.5 * (x[:, None] - zz[None, :]) ** 2 / 0.2**2)
+            f = numpyro.deterministic("f", k_xu @ (u_prior.precision_matrix @ u))
+            numpyro.sample("y", m.Normal(f, sigma), obs=y)
+
+        draws = {"u": jnp.asarray(rng.standard_normal((PREDICT_DRAWS, PREDICT_INDUCING)),
+                                  jnp.float32),
+                 "sigma": jnp.asarray(0.1 + 0.3 * np.abs(rng.standard_normal(PREDICT_DRAWS)),
+                                      jnp.float32)}
+        inputs = tuple(jnp.asarray(np.sort(rng.uniform(0, 1, PREDICT_POINTS)), jnp.float32)
+                       for _ in range(PREDICT_CALLS))
+        return gp_predict, (draws, inputs)
     if model == "tiny":
         loc_prior = m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0)
         y = jnp.asarray(rng.normal(0.5, 1.0, 10), jnp.float32)
@@ -168,7 +205,13 @@ def run_once(variant: str, model: str, method: str, profile: Profile,
     with quiet(), record_phases() as rec:
         t0 = time.perf_counter()
         fn, data = build(m, model)
-        if method == "NUTS":
+        if method == "Predictive":
+            draws, inputs = data
+            predict = jax.jit(Predictive(fn, draws, return_sites=["f", "y"]))
+            for i, x in enumerate(inputs[: samples or len(inputs)]):
+                out = jax.block_until_ready(predict(jax.random.fold_in(key, i), x))
+            summary = _summary({"f": out["f"]})
+        elif method == "NUTS":
             chains, chain_method = chains_setup(profile.e2e_chains)
             mcmc = MCMC(NUTS(fn), num_warmup=warmup or profile.e2e_warmup,
                         num_samples=samples or profile.e2e_samples, num_chains=chains,
@@ -215,7 +258,7 @@ def inference_program(texts: list[str]) -> str:
 
 def steps(profile: Profile) -> int:
     per = len(MODULES) * profile.e2e_reps + (len(MODULES) if profile.e2e_prewarm else 0)
-    return len(profile.e2e_models) * len(profile.e2e_methods) * per
+    return sum(len(methods(m, profile)) for m in profile.e2e_models) * per
 
 
 def bench_e2e(profile: Profile) -> BenchResult:
@@ -241,7 +284,7 @@ def bench_e2e(profile: Profile) -> BenchResult:
     )
     variants = list(MODULES)
     for model in profile.e2e_models:
-        for method in profile.e2e_methods:
+        for method in methods(model, profile):
             programs: dict[str, str] = {}
             if profile.e2e_prewarm:
                 # jax keeps every program it compiled (with its code mappings) until

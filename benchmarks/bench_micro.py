@@ -12,6 +12,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpyro.distributions.util import lazy_property
 
 from benchmarks.common import (
     MODULES,
@@ -34,6 +35,7 @@ from benchmarks.timing import (
     step,
     stmt_timer,
 )
+from stabledist import make_stable
 from stabledist._src.cache import CACHE
 from stabledist.testing import catalog
 
@@ -131,8 +133,40 @@ LAZY_NOCACHE = (
 )
 
 
+class _Trivial(MODULES["numpyro"].Normal):
+    """A lazy value that costs nothing to compute: its first read is the cache's own cost."""
+
+    @lazy_property
+    def trivial(self) -> float:
+        return 1.0
+
+
+_StableTrivial = make_stable(_Trivial)
+
+TRIVIAL = (
+    "first read, trivial value: a lazy property returning a constant (a numpyro `Normal` "
+    "subclass and its `make_stable` twin), read once on each of many fresh instances, "
+    "interleaved; the difference of medians is what the cache adds to a first read"
+)
+
+
+def _first_read_case(profile: Profile) -> Case:
+    """The first read of a trivial lazy value: numpyro's ``__dict__`` store against the
+    external cache's bookkeeping (issue 27's floor: a weak reference, a table insert and a
+    trace-state test, plus the lock that makes a value computed at most once)."""
+    tn, ts = _Trivial(0.0, 1.0), _StableTrivial(0.0, 1.0)
+    read = operator.attrgetter("trivial")
+    timers = {"numpyro": _miss_timer(tn, read), "stabledist": _miss_timer(ts, read),
+              "nocache": _miss_timer(ts, _Trivial.trivial.wrapped)}
+    with quiet():
+        samples, loops = measure(timers, profile.reps, profile.rep_ms, 20_000)
+    return Case("first read, trivial value", {"kind": "first", "class": "Normal subclass",
+                                              "property": "trivial"}, samples, loops)
+
+
 def bench_lazy(profile: Profile) -> BenchResult:
-    """First read (miss) and repeated read (hit) of every lazy property, eagerly."""
+    """First read (miss) and repeated read (hit) of every lazy property, eagerly; and the
+    first read of a trivial value (the cache's own cost)."""
     result = BenchResult(
         name="lazy",
         title="Lazy property read, eager (outside jit)",
@@ -148,7 +182,10 @@ def bench_lazy(profile: Profile) -> BenchResult:
     result.extra["classes"] = len({p.cls for p in pairs})
     result.extra["limited_to"] = profile.lazy_limit
     result.extra["per_class"] = profile.lazy_per_class
-    TRACKER.resize("lazy", 1 + len(pairs))
+    TRACKER.resize("lazy", 2 + len(pairs))
+    step("lazy: first read of a trivial lazy value")
+    result.cases.append(_first_read_case(profile))
+    result.extra["first_read"] = TRIVIAL
     nd, sd = MODULES["numpyro"], MODULES["stabledist"]
     for i, pair in enumerate(pairs, start=1):
         step(f"lazy {i}/{len(pairs)}: {pair.cls}.{pair.prop}")

@@ -25,6 +25,7 @@ class Profile:
     sbvm_batches: tuple[int, ...]
     closure_reps: int
     closure_rep_ms: float
+    first_reps: int  # first calls of new closures: repetitions (fresh distribution and jit)
     # trace + compile
     compile_dim: int
     compile_reads: int
@@ -78,6 +79,7 @@ DEFAULT = Profile(
     sbvm_batches=(100, 10_000, 1_000_000),
     closure_reps=9,
     closure_rep_ms=20.0,
+    first_reps=3,
     compile_dim=32,
     compile_reads=16,
     compile_reps=5,
@@ -86,12 +88,12 @@ DEFAULT = Profile(
     e2e_warmup=200,
     e2e_samples=200,
     e2e_svi_steps=1000,
-    e2e_reps=3,
-    e2e_models=("gp", "hierarchical", "regression", "statespace", "angles"),
+    e2e_reps=4,
+    e2e_models=("gp", "hierarchical", "regression", "statespace", "angles", "gp_predict"),
     e2e_methods=("NUTS", "SVI"),
     e2e_prewarm=True,
     e2e_chains=None,
-    pcache_reps=1,
+    pcache_reps=3,
     churn_cycles=100_000,
     churn_points=100,
     churn_light=False,
@@ -112,6 +114,7 @@ PROFILES: dict[str, Profile] = {
         sbvm_batches=(),
         closure_reps=3,
         closure_rep_ms=0.5,
+        first_reps=1,
         compile_dim=2,
         compile_reads=1,
         compile_reps=1,
@@ -144,6 +147,7 @@ PROFILES: dict[str, Profile] = {
         sbvm_batches=(100, 100_000),
         closure_reps=5,
         closure_rep_ms=5.0,
+        first_reps=2,
         compile_dim=8,
         compile_reads=4,
         compile_reps=2,
@@ -152,7 +156,7 @@ PROFILES: dict[str, Profile] = {
         e2e_samples=100,
         e2e_svi_steps=300,
         e2e_reps=1,
-        e2e_models=("regression", "angles"),
+        e2e_models=("regression", "angles", "gp_predict"),
         churn_cycles=5_000,
         churn_points=20,
     ),
@@ -167,6 +171,7 @@ PROFILES: dict[str, Profile] = {
         sbvm_batches=(100, 1_000, 10_000, 100_000, 1_000_000),
         closure_reps=11,
         closure_rep_ms=50.0,
+        first_reps=5,
         compile_dim=64,
         compile_reads=32,
         compile_reps=9,
@@ -174,8 +179,8 @@ PROFILES: dict[str, Profile] = {
         e2e_warmup=1000,
         e2e_samples=1000,
         e2e_svi_steps=5000,
-        e2e_reps=3,
-        pcache_reps=2,
+        e2e_reps=6,
+        pcache_reps=4,
         churn_cycles=300_000,
         churn_points=150,
     ),

@@ -19,7 +19,9 @@ from typing import Any
 from benchmarks.environment import ROOT
 from benchmarks.registry import REGISTRY
 from benchmarks.report import compact_lines
-from benchmarks.rows import LABELS, SLOWER_BOUND, fmt_value
+from benchmarks.rows import LABELS, fmt_value
+from benchmarks.timing import SAME_HIGH as FASTER_ABOVE
+from benchmarks.timing import SAME_LOW as SLOWER_BELOW
 
 DOC = ROOT / "docs" / "benchmarks.md"
 IMG = ROOT / "docs" / "img"
@@ -46,14 +48,27 @@ def _rows(payload: dict[str, Any], bench: str) -> list[dict[str, Any]]:
 
 
 def _word(low: float, high: float) -> str:
-    """The verdict on a range of ratios (numpyro / stabledist)."""
-    if low >= 1 / SLOWER_BOUND:
+    """The verdict on a range of ratios (numpyro / stabledist), by the rows' thresholds."""
+    if low > FASTER_ABOVE:
         return "**faster**"
-    if high < SLOWER_BOUND:
+    if high < SLOWER_BELOW:
         return "**costs**"
-    if low >= SLOWER_BOUND and high < 1 / SLOWER_BOUND:
-        return "same (within 5%)"
+    if low >= SLOWER_BELOW and high <= FASTER_ABOVE:
+        return f"same (within {100 * (1 - SLOWER_BELOW):.0f}%)"
     return "mixed"
+
+
+def _verdicts(rows: Sequence[dict[str, Any]]) -> str:
+    """The verdict on rows judged by their 95% intervals (`benchmarks.timing`): the counts
+    of faster / same / slower / unresolved rows, in words."""
+    counts = {k: sum(r.get("verdict") == k for r in rows)
+              for k in ("faster", "same", "slower", "unresolved")}
+    if counts["slower"]:
+        return f"**{counts['slower']} slower**"
+    if counts["faster"] and not counts["same"] and not counts["unresolved"]:
+        return "**faster**"
+    words = [f"{n} {k}" for k, n in counts.items() if n]
+    return ", ".join(words) + " (95% intervals)"
 
 
 def _x(ratio: float) -> str:
@@ -126,8 +141,9 @@ def verdict_rows(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         same = {c["name"]: c["params"].get("same_program") for c in bench.get("cases", [])}
         identical = [r for r in e2e if same.get(r["case"])]
         ratios = [r["ratio"] for r in e2e]
-        out.append((_word(min(ratios), max(ratios)),
-                    f"end to end, compile + run: NUTS and SVI ({_n(len(e2e), 'model run')})",
+        out.append((_verdicts(e2e),
+                    "end to end, compile + run: NUTS, SVI and a jitted `Predictive` "
+                    f"({_n(len(e2e), 'model run')})",
                     _span(ratios), (f"{len(identical)} of {len(e2e)} compile the very same "
                                     "program as numpyro: their spread is run-to-run noise")
                     if identical else "each variant compiles its own program"))
@@ -136,13 +152,18 @@ def verdict_rows(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     if first:
         ratios = [r["ratio"] for r in first]
         worst = min(first, key=lambda r: r["ratio"])
-        out.append((_word(min(ratios), max(ratios)), "first call of a new jitted closure "
+        out.append((_verdicts(first), "first call of a new jitted closure "
                     f"(trace + compile + run, {_n(len(first), 'case')})", _span(ratios),
                     f"worst: {worst['case'].removesuffix(' first call')}, "
                     f"{_vs(worst)}"))
     lazy = _rows(payload, "lazy")
     miss = next((r for r in lazy if r["case"].startswith("miss: first")), None)
     hit = next((r for r in lazy if r["case"].startswith("hit")), None)
+    trivial = next((r for r in lazy if r["case"].startswith("first read, trivial")), None)
+    if trivial and trivial["stabledist"] is not None:
+        extra = trivial["stabledist"] - trivial["numpyro"]
+        out.append(("**costs**", "outside `jit`: first read of a trivial lazy value (the "
+                    "cache's own cost)", f"+{extra:.0f} ns", _vs(trivial)))
     if miss and miss["ratio"]:
         n = miss["case"].split("(")[-1].rstrip(")")
         out.append((_word(miss["ratio"], miss["ratio"]), f"outside `jit`: first read of a lazy "

@@ -25,12 +25,13 @@ from benchmarks.rows import (
     SLOWER_BOUND,
     Row,
     aggregate,
+    first_call_row,
     fmt_value,
     host_device_note,
     make_row,
     single,
 )
-from benchmarks.timing import BenchResult, Case, geomean, summarize
+from benchmarks.timing import BenchResult, Case, geomean, paired_ratio_interval, summarize
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -189,7 +190,45 @@ def _lazy_rows(res: BenchResult) -> list[Row]:
     hit_row = aggregate(res.name, hit, "hit: repeated read", res.unit,
                         note=f"stabledist/plain attribute {plain:.1f}x", speed=False)
     hit_row["note"] += f"; numpyro's hit is a plain __dict__ read (own {HIT_BOUND:.0f}x bound)"
+    first = _of_kind(res, "first")
+    if first:
+        extra = _first_read_extra(first[0])
+        rows.insert(0, single(res.name, first[0], res.unit, label="first read, trivial value",
+                              note=f"stabledist adds {extra:.0f} ns (medians; target at most "
+                              f"{FIRST_READ_BOUND_NS:.0f} ns)"))
+        rows[0]["judged"] = False
     return [*rows, hit_row]
+
+
+FIRST_READ_BOUND_NS = 400.0
+MISS_BOUND = 0.9
+
+
+def _first_read_extra(case: Case) -> float:
+    return (case.median("stabledist") or math.nan) - (case.median("numpyro") or math.nan)
+
+
+def _first_read_target(res: BenchResult) -> Verdict | None:
+    first = _of_kind(res, "first")
+    if not first:
+        return None
+    extra = _first_read_extra(first[0])
+    return Verdict(f"stabledist adds {extra:.0f} ns", extra <= FIRST_READ_BOUND_NS,
+                   f"numpyro {first[0].median('numpyro'):.0f} ns, stabledist "
+                   f"{first[0].median('stabledist'):.0f} ns per first read (medians over "
+                   f"{len(first[0].samples['numpyro'])} interleaved repetitions)")
+
+
+def _miss_target(res: BenchResult) -> Verdict | None:
+    miss = _of_kind(res, "miss")
+    if not miss:
+        return None
+    ratios = [(c.ratio_median("numpyro", "stabledist"), c.name[5:]) for c in miss]
+    ratios = [(r, n) for r, n in ratios if r is not None]
+    g = geomean([r for r, _ in ratios])
+    worst = min(ratios, default=(math.nan, ""))
+    return Verdict(f"geomean {g:.2f}x over {len(ratios)} properties", g >= MISS_BOUND,
+                   f"worst {worst[1]} {worst[0]:.2f}x")
 
 
 def _hit_target(res: BenchResult) -> Verdict:
@@ -316,14 +355,13 @@ def _closure_rows(res: BenchResult) -> list[Row]:
             note += "; RESULTS DIFFER"
         rows.append(single(res.name, c, res.unit, label=f"{c.name} per call", note=note))
     for c in res.cases:
-        first = c.extra.get("first_call_s", {})
+        # the repeated first calls (interleaved, paired by round) if recorded, else one run
+        first = c.extra.get("first_call_reps") or c.extra.get("first_call_s", {})
         if "numpyro" not in first or "stabledist" not in first:
             continue
         ph = c.extra.get("first_call_phases", {})
-        rows.append(make_row(
-            res.name, f"{c.name} first call", "s", numpyro=first["numpyro"],
-            stabledist=first["stabledist"], nocache=first.get("nocache"),
-            ratio=first["numpyro"] / first["stabledist"], spread="one run",
+        rows.append(first_call_row(
+            res.name, f"{c.name} first call", first, judged=True,
             note="XLA compiles " + ", ".join(
                 f"{k} {int(v.get('xla_compiles', 0))}" for k, v in ph.items()
                 if k in ("numpyro", "stabledist"))))
@@ -406,8 +444,9 @@ def _compile_rows(res: BenchResult) -> list[Row]:
         if c.extra.get("host_device"):
             note = host_device_note(c)
         label = COMPILE_LABELS.get(c.params.get("kind", ""), f"phase: {c.name}")
-        r = single(res.name, c, res.unit, label=label, note=note)
-        r["speed"] = c.params.get("kind") != "part"
+        timed = c.params.get("kind") != "part"  # a phase of a total: shown, not judged
+        r = single(res.name, c, res.unit, label=label, note=note, judged=timed)
+        r["speed"] = timed
         rows.append(r)
     return rows
 
@@ -444,22 +483,38 @@ def _e2e_rows(res: BenchResult) -> list[Row]:
 
 def _e2e_seconds(profile: Profile) -> float:
     """Scaled by ``--e2e-reps`` against the profile's own repetitions."""
-    base = _planned(smoke=6, quick=40, default=200, full=900)(profile)
+    base = _planned(smoke=6, quick=40, default=330, full=1500)(profile)
     if profile.name in PROFILES:
         base *= profile.e2e_reps / PROFILES[profile.name].e2e_reps
     return base
 
 
-def _e2e_target(res: BenchResult) -> Verdict:
-    cases = [(c.ratio_median("numpyro", "stabledist"), c.name,
-              bool(c.params.get("same_program"))) for c in res.cases]
-    cases = [(r, n, same) for r, n, same in cases if r is not None]
-    failed = [(r, n) for r, n, same in cases if r < 1.0 and not (same and r >= SLOWER_BOUND)]
-    worst = min(cases, default=(math.nan, "", False))
-    return Verdict(f"worst {worst[1]} {worst[0]:.2f}x"
-                   + (" (the same program as numpyro's)" if worst[2] else ""), not failed,
-                   ", ".join(f"{n} {r:.2f}x" + ("" if same else " (another program)")
-                             for r, n, same in cases))
+def _e2e_target(res: BenchResult) -> Verdict | None:
+    """No end-to-end row slower, by the rule of the global "slower" target: a row fails when
+    the 95% t-interval of its paired ratio (interleaved repetitions) lies wholly below 0.97.
+    Compile time scatters by up to ±15% run to run, so a bare ratio below 1 is no finding.
+    N/A when no row has two repetitions (no interval)."""
+    found = [(paired_ratio_interval(c.samples["numpyro"], c.samples["stabledist"]), c)
+             for c in res.cases if c.samples.get("numpyro") and c.samples.get("stabledist")]
+    found = [(iv, c) for iv, c in found if iv["ratio"] is not None]
+    if not found:
+        return None
+
+    def text(iv: dict[str, Any], case: Case) -> str:
+        same = case.params.get("same_program")  # None: no fingerprint to compare
+        program = "" if same is None else (" (the same program)" if same
+                                           else " (another program)")
+        spread = (f" [{iv['lo']:.2f}-{iv['hi']:.2f}] {iv['verdict']}" if iv["hi"] is not None
+                  else " (one run: unresolved)")
+        return f"{case.name} {iv['ratio']:.2f}x{spread}{program}"
+
+    resolved = [(iv, c) for iv, c in found if iv["hi"] is not None]
+    slow = [c.name for iv, c in found if iv["verdict"] == "slower"]
+    worst = (min(resolved, key=lambda ivc: ivc[0]["hi"]) if resolved
+             else min(found, key=lambda ivc: ivc[0]["ratio"]))
+    return Verdict(f"worst {text(*worst)}", not slow if resolved else None,
+                   ("slower: " + ", ".join(slow) + "; " if slow else "")
+                   + "; ".join(text(iv, c) for iv, c in found))
 
 
 def _e2e_details(res: BenchResult) -> list[str]:
@@ -540,8 +595,10 @@ def _pcache_rows(res: BenchResult) -> list[Row]:
                             numpyro=c.median("numpyro"), stabledist=c.median("stabledist"),
                             speed=False))
             continue
-        r = single(res.name, c, res.unit)
-        r["speed"] = kind == "second"
+        # first calls (cache empty, cache warm) are judged; the compile phase is a part of one
+        first_call = kind in ("first", "second")
+        r = single(res.name, c, res.unit, judged=first_call)
+        r["speed"] = first_call
         if kind == "second":
             hits, misses = c.extra["cache_hits"], c.extra["cache_misses"]
             r["note"] = "persistent-cache hits/misses: " + ", ".join(
@@ -660,11 +717,19 @@ REGISTRY: tuple[Benchmark, ...] = (
         heading="eager lazy-property reads",
         summary="lazy property read, eager: first read (miss) and repeated read (hit)",
         run=Deferred("bench_micro", "bench_lazy"),
-        steps=lambda p: 1 + (p.lazy_limit or 85),
+        steps=lambda p: 2 + (p.lazy_limit or 85),
         seconds=_planned(smoke=3, quick=25, default=120, full=200),
         rows=_lazy_rows,
-        targets=(Target("hit", f"cache hit within {HIT_BOUND:.0f}x of a plain attribute read "
-                        "(same run)", rank=3, check=_hit_target),),
+        targets=(
+            Target("first_read", "first read of a trivial lazy value at most "
+                   f"{FIRST_READ_BOUND_NS / 1000:.1f} us over numpyro's (median over fresh "
+                   "instances, interleaved)", rank=9, check=_first_read_target),
+            Target("miss", "first reads of the catalog's lazy values at least "
+                   f"{MISS_BOUND}x numpyro's speed (geometric mean)", rank=10,
+                   check=_miss_target),
+            Target("hit", f"cache hit within {HIT_BOUND:.0f}x of a plain attribute read "
+                   "(same run)", rank=3, check=_hit_target),
+        ),
     ),
     Benchmark(
         name="flatten",
@@ -697,7 +762,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="concrete global distribution read inside a compiled function, per call",
         run=Deferred("bench_compiled", "bench_closure"),
         steps=lambda p: len(p.mvn_dims) + len(p.tn_batches) + len(p.sbvm_batches),
-        seconds=_planned(smoke=2, quick=25, default=90, full=400),
+        seconds=_planned(smoke=2, quick=30, default=130, full=500),
         rows=_closure_rows,
         targets=(Target("precision", "closed-over precision_matrix at dim 1024 at least 10x "
                         "faster per call", rank=4, check=_precision_target),),
@@ -729,14 +794,14 @@ REGISTRY: tuple[Benchmark, ...] = (
         name="e2e",
         heading="end-to-end NUTS and SVI",
         summary="end-to-end NUTS and SVI on real models (GP, hierarchical, regression, "
-        "state space, angles), split into trace / lower / compile / run",
+        "state space, angles) and a jitted Predictive in a forecasting loop (inducing-point "
+        "GP), split into trace / lower / compile / run",
         run=Deferred("bench_e2e", "bench_e2e"),
         steps=Deferred("bench_e2e", "steps"),
         seconds=_e2e_seconds,
         rows=_e2e_rows,
-        targets=(Target("e2e", "end-to-end inference (NUTS and SVI) at least 1.0x numpyro for "
-                        "every model (within 5% where both compile the very same program: "
-                        "the rest is noise)", rank=6, check=_e2e_target),),
+        targets=(Target("e2e", "no end-to-end row slower than numpyro (95% interval of the "
+                        "paired ratio wholly below 0.97)", rank=6, check=_e2e_target),),
         details=_e2e_details,
         plots=(Plot("bench-e2e.png", "End-to-end inference per phase", _e2e_plot),),
     ),
@@ -747,7 +812,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "and retraces of a jitted function taking distributions",
         run=Deferred("bench_pcache", "bench_pcache"),
         steps=Deferred("bench_pcache", "steps"),
-        seconds=_planned(smoke=12, quick=15, default=25, full=50),
+        seconds=_planned(smoke=12, quick=15, default=65, full=90),
         rows=_pcache_rows,
         targets=(
             Target("pcache", "second process (other PYTHONHASHSEED) hits JAX's persistent "

@@ -1,8 +1,9 @@
 """Turn benchmark results into the summary table, target lines, JSON, Markdown and plots.
 
 Aggregates over many cases (every class, every lazy property) are *geometric means* of the
-per-case median ratios, shown with the worst case; single-case rows show the median of the
-per-repetition ratios with its interquartile range. What is particular to one benchmark (its
+per-case median ratios, shown with the worst case; single-case rows show the geometric mean of
+the per-repetition ratios with its 95% t-interval and a verdict from that interval
+(:func:`benchmarks.timing.paired_ratio_interval`). What is particular to one benchmark (its
 rows, targets, report sections and plots) is in its record in :mod:`benchmarks.registry`.
 """
 
@@ -17,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.registry import BENCHMARKS, MAX_BARS, REGISTRY, bar_counts
-from benchmarks.rows import LABELS, SLOWER_BOUND, Row, fmt_value, make_row
-from benchmarks.timing import BenchResult, summarize
+from benchmarks.rows import LABELS, Row, fmt_value, make_row
+from benchmarks.timing import SAME_HIGH, SAME_LOW, VERDICTS, BenchResult, summarize
 
-SLOWER_TEXT = "no row slower than numpyro by more than 5%"
+SLOWER_TEXT = (f"no row slower than numpyro (95% interval of the paired ratio wholly below "
+               f"{SAME_LOW:.2f})")
 
 
 # --------------------------------------------------------------------------------------------
@@ -56,8 +58,9 @@ NOT_JUDGED = "not judged: the smoke profile's timing resolves nothing"
 def evaluate_targets(results: Sequence[BenchResult], rows: Sequence[Row],
                      judge_timing: bool = True) -> list[dict[str, Any]]:
     """Every registered target of the benchmarks that ran without error, in rank order,
-    then whether any speed row is slower than numpyro. ``judge_timing=False`` (the smoke
-    profile): timing targets show their value but pass N/A (``passed`` None)."""
+    then whether any judged row is slower than numpyro (`slower_target`).
+    ``judge_timing=False`` (the smoke profile): timing targets show their value but pass N/A
+    (``passed`` None)."""
     by = {r.name: r for r in results if not r.error}
     judged = sorted(((t, verdict) for b in REGISTRY if b.name in by for t in b.targets
                      if (verdict := t.check(by[b.name])) is not None),
@@ -65,18 +68,48 @@ def evaluate_targets(results: Sequence[BenchResult], rows: Sequence[Row],
     out = [_target(t.key, t.criterion, v.value, v.passed, v.detail)
            if judge_timing or not t.timing or v.passed is None
            else _target(t.key, t.criterion, v.value, None, NOT_JUDGED) for t, v in judged]
-    speed_rows = [r for r in rows if r["speed"] and r["ratio"] is not None]
-    if speed_rows:
-        slow = [r for r in speed_rows if r["ratio"] < SLOWER_BOUND]
-        worst = min(speed_rows, key=lambda r: r["ratio"])
-        out.append(_target(
-            "slower", SLOWER_TEXT, f"worst row {worst['benchmark']} / {worst['case']}: "
-            f"{worst['ratio']:.2f}x", not slow if judge_timing else None,
-            NOT_JUDGED if not judge_timing else
-            (f"{len(slow)} of {len(speed_rows)} rows slower by >5%: " + "; ".join(
-                f"{r['benchmark']}/{r['case']} {r['ratio']:.2f}x" for r in slow))
-            if slow else f"all {len(speed_rows)} rows within 5% or faster"))
-    return out
+    slower = slower_target(rows, judge_timing)
+    return out if slower is None else [*out, slower]
+
+
+def judged_rows(rows: Iterable[Row]) -> list[Row]:
+    """The rows the global "slower" target judges (single-case timed rows with a ratio)."""
+    return [r for r in rows if r.get("judged") and r.get("ratio") is not None]
+
+
+def _interval(r: Row) -> str:
+    lo, hi = r.get("ratio_lo"), r.get("ratio_hi")
+    return (f"{r['ratio']:.2f}x [{lo:.2f}-{hi:.2f}]" if lo is not None and hi is not None
+            else f"{r['ratio']:.2f}x (unresolved)")
+
+
+def verdict_counts(rows: Iterable[Row]) -> dict[str, int]:
+    """How many judged rows have each verdict (faster / same / slower / unresolved)."""
+    found = [r.get("verdict") or "unresolved" for r in judged_rows(rows)]
+    return {v: found.count(v) for v in VERDICTS}
+
+
+def slower_target(rows: Sequence[Row], judge_timing: bool = True) -> dict[str, Any] | None:
+    """The "no row slower" target: it fails when a judged row's 95% interval of the paired
+    ratio lies wholly below `SAME_LOW`; its value is the row whose interval reaches least
+    high. N/A when no judged row has an interval (one repetition each resolves nothing)."""
+    judged = judged_rows(rows)
+    if not judged:
+        return None
+    counts = verdict_counts(judged)
+    resolved = [r for r in judged if r.get("ratio_hi") is not None]
+    worst = (min(resolved, key=lambda r: r["ratio_hi"]) if resolved
+             else min(judged, key=lambda r: r["ratio"]))
+    slow = [r for r in judged if r.get("verdict") == "slower"]
+    detail = (f"of {len(judged)} judged rows: " + ", ".join(
+        f"{counts[v]} {v}" for v in VERDICTS)
+        + (" (one repetition: no interval)" if counts["unresolved"] else "")
+        + ("; slower: " + "; ".join(f"{r['benchmark']}/{r['case']} {_interval(r)}"
+                                     for r in slow) if slow else ""))
+    return _target(
+        "slower", SLOWER_TEXT, f"worst row {worst['benchmark']} / {worst['case']}: "
+        f"{_interval(worst)}", (not slow if resolved else None) if judge_timing else None,
+        detail if judge_timing else f"{NOT_JUDGED}; {detail}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -94,14 +127,15 @@ def fmt_ratio(row: dict[str, Any]) -> str:
 
 def table_lines(rows: Sequence[dict[str, Any]], markdown: bool) -> list[str]:
     head = ["benchmark", "case", "numpyro", "stabledist", "no-cache", "numpyro/stabledist",
-            "no-cache/stabledist", "note"]
+            "range", "verdict", "no-cache/stabledist", "note"]
     body = []
     for r in rows:
         nc = r["nocache_ratio"]
+        verdict = (r.get("verdict") or "unresolved") if r.get("judged") else "not judged"
         body.append([r["benchmark"], r["case"], fmt_value(r["numpyro"], r["unit"]),
                      fmt_value(r["stabledist"], r["unit"]), fmt_value(r["nocache"], r["unit"]),
-                     fmt_ratio(r), "-" if nc is None or math.isnan(nc) else f"{nc:.2f}x",
-                     r["note"]])
+                     fmt_ratio(r), r.get("spread") or "", verdict,
+                     "-" if nc is None or math.isnan(nc) else f"{nc:.2f}x", r["note"]])
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in body]
@@ -187,8 +221,15 @@ def _wrap(text: str, width: int, indent: str) -> list[str]:
                          break_long_words=True) or [""]
 
 
-def _slow(r: Row) -> bool:
-    return bool(r["speed"]) and r["ratio"] is not None and r["ratio"] < SLOWER_BOUND
+MARKS = {"faster": "faster", "slower": "slower", "unresolved": "?"}
+"""A judged row's trailing mark in the verdict table by its verdict ("same": none)."""
+MARK_WIDTH = 1 + max(map(len, MARKS.values()))
+
+
+def mark(r: Row) -> str:
+    """`MARKS` of a judged row's verdict, with its leading space; "" otherwise."""
+    verdict = r.get("verdict") or "unresolved"
+    return f" {MARKS[verdict]}" if r.get("judged") and verdict in MARKS else ""
 
 
 def verdict_table(payload: dict[str, Any]) -> list[str]:
@@ -197,7 +238,7 @@ def verdict_table(payload: dict[str, Any]) -> list[str]:
     groups = row_groups(payload["summary"])
     cases = [len(r["case"]) + 2 for _, _, g in groups for r in g]
     num = 10
-    case_w = min(max([28, *cases]), WIDTH - 4 * num - 2)
+    case_w = min(max([28, *cases]), WIDTH - 4 * num - MARK_WIDTH)
     lines = [f"{'case':<{case_w}}" + "".join(f"{h:>{num}}" for h in _HEAD),
              "-" * (case_w + 4 * num)]
     for bench, unit, rows in groups:
@@ -212,7 +253,7 @@ def verdict_table(payload: dict[str, Any]) -> list[str]:
             name = _wrap(r["case"], case_w - 2, "    ")
             lines += [f"  {n}" for n in name[:-1]]
             lines.append(f"  {name[-1]:<{case_w - 2}}" + "".join(f"{c:>{num}}" for c in cells)
-                         + (" *" if _slow(r) else ""))
+                         + mark(r))
     return lines
 
 
@@ -222,7 +263,11 @@ def compact_lines(payload: dict[str, Any]) -> list[str]:
     published page shows the same lines."""
     lines = [*_wrap("stabledist vs numpyro: the three time columns are in the unit of their "
                     "group's heading; ratio = numpyro time / stabledist time (above 1: "
-                    "stabledist faster; * = more than 5% slower)", WIDTH, ""), ""]
+                    "stabledist faster). A judged row ends in its verdict: \"faster\" or "
+                    "\"slower\" when the 95% t-interval of its paired per-repetition ratios "
+                    f"lies wholly above {SAME_HIGH:.2f} or below {SAME_LOW:.2f}, nothing when "
+                    "the same, \"?\" with one repetition; aggregates and rows with targets "
+                    "of their own are not judged", WIDTH, ""), ""]
     lines += verdict_table(payload)
     lines += ["", "Targets:"]
     for t in payload["targets"]:
@@ -240,9 +285,8 @@ def verdict_lines(payload: dict[str, Any], status: int, strict: bool,
     targets = payload["targets"]
     judged = [t for t in targets if t["passed"] is not None]
     failed = [t["target"] for t in judged if t["passed"] is False]
-    speed = [r for r in payload["summary"] if r["speed"] and r["ratio"] is not None]
-    faster = sum(r["ratio"] > 1 / SLOWER_BOUND for r in speed)
-    slower = sum(_slow(r) for r in speed)
+    rows = judged_rows(payload["summary"])
+    counts = verdict_counts(rows)
     text = "Verdict: " + (f"{len(errors)} benchmark(s) raised ({', '.join(errors)}); "
                           if errors else "")
     text += (f"{len(judged) - len(failed)} of {len(judged)} judged targets pass"
@@ -251,10 +295,12 @@ def verdict_lines(payload: dict[str, Any], status: int, strict: bool,
                    ": the smoke profile judges no timing") + ")"
                 if len(judged) < len(targets) else "")
              + (f"; failing: {', '.join(failed)}" if failed else "") + ". ")
-    if speed:
-        text += (f"stabledist is faster by more than 5% in {faster} of {len(speed)} timed "
-                 f"rows, within 5% in {len(speed) - faster - slower}, slower by more than 5% "
-                 f"in {slower} (*). ")
+    if rows:
+        text += (f"Of {len(rows)} judged timed rows (95% interval of the paired ratio), "
+                 f"stabledist is faster in {counts['faster']}, the same in {counts['same']}, "
+                 f"slower in {counts['slower']}"
+                 + (f", unresolved in {counts['unresolved']} (one repetition)"
+                    if counts["unresolved"] else "") + ". ")
     text += f"Exit status {status}"
     if failed and not errors:
         text += (" (--strict: failed targets fail the run)" if strict else
@@ -324,8 +370,12 @@ def write_markdown(path: Path, payload: dict[str, Any], results: Sequence[BenchR
         f"(affinity {env['cpu_affinity']}), {env['platform']}",
         f"- total wall time {payload['seconds']:.0f} s",
         "",
-        "Ratios are numpyro/stabledist (above 1: stabledist faster), median of the per-"
-        "repetition ratios; aggregates are geometric means over cases with the min-max range.",
+        "Ratios are numpyro/stabledist (above 1: stabledist faster). A single case's ratio is "
+        "the geometric mean of its per-repetition ratios (interleaved pairs) with their 95% "
+        f"t-interval; its verdict: slower when the interval lies wholly below {SAME_LOW:.2f}, "
+        f"faster when wholly above {SAME_HIGH:.2f}, else the same (one repetition: "
+        "unresolved). Aggregates are geometric means over cases with the min-max range, not "
+        "judged.",
         "",
         "## Targets",
         "",

@@ -3,7 +3,8 @@
 Why this shape: the machine is shared and noisy, so variants are never measured in separate
 blocks. Each repetition runs every variant once, in an order rotated by one position per
 repetition; a ratio is taken *per repetition* (variant A and B measured seconds apart) and
-only then summarized, which cancels most slow drifts of machine load.
+only then summarized, which cancels most slow drifts of machine load. A single case's verdict
+on a ratio is a 95% t-interval of those paired ratios' logs (:func:`paired_ratio_interval`).
 """
 
 from __future__ import annotations
@@ -224,9 +225,70 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def geomean(values: Sequence[float]) -> float:
+def geomean(values: Sequence[float | None]) -> float:
+    """Geometric mean of the positive finite values (a missing ratio is skipped, not 0)."""
     vals = [v for v in values if v and v > 0 and math.isfinite(v)]
     return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else float("nan")
+
+
+# --------------------------------------------------------------------------------------------
+# interval verdicts on paired ratios
+# --------------------------------------------------------------------------------------------
+
+T_975: tuple[float, ...] = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,  # df 1-10
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,  # df 11-20
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,  # df 21-30
+)
+"""Student's t 0.975 quantiles for df = 1..30 (two-sided 95%), to three decimals: no scipy
+in the suite."""
+
+Z_975 = 1.959964
+"""The normal 0.975 quantile: the limit of `T_975` as df grows."""
+
+SAME_LOW, SAME_HIGH = 0.97, 1.03
+"""A paired ratio's 95% interval wholly below `SAME_LOW`: stabledist slower; wholly above
+`SAME_HIGH`: faster; else the same (3% either way is below what the rows resolve)."""
+
+VERDICTS = ("faster", "same", "slower", "unresolved")
+
+
+def t_975(df: int) -> float:
+    """The two-sided 95% t quantile: the table up to df 30, above it the normal quantile
+    with the first two terms of its Cornish-Fisher expansion (2.021 at df 40, within 0.001
+    of the exact value; tends to 1.96)."""
+    if df < 1:
+        raise ValueError(f"a t quantile needs df >= 1, not {df}")
+    if df <= len(T_975):
+        return T_975[df - 1]
+    z = Z_975
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def paired_ratio_interval(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """``a/b`` from paired repetitions (``a[i]`` and ``b[i]`` measured in the same round):
+    the geometric mean of the per-pair ratios and the 95% t-interval of their logs,
+    exponentiated, with its verdict (see `SAME_LOW`). Why logs: ratios are multiplicative
+    and skewed, their logs nearly symmetric; why pairs: each pair shares the machine's load
+    of its moment, so the pair-to-pair drift cancels. Pairs with a non-positive or
+    non-finite member are dropped. Fewer than two pairs: no interval, verdict
+    "unresolved" (never "slower")."""
+    if len(a) != len(b):
+        raise ValueError(f"paired samples differ in length: {len(a)} and {len(b)}")
+    logs = [math.log(x / y) for x, y in zip(a, b)
+            if x is not None and y is not None and x > 0 and y > 0
+            and math.isfinite(x) and math.isfinite(y)]
+    n = len(logs)
+    if n == 0:
+        return {"ratio": None, "lo": None, "hi": None, "n": 0, "verdict": "unresolved"}
+    mean = statistics.fmean(logs)
+    if n < 2:
+        return {"ratio": math.exp(mean), "lo": None, "hi": None, "n": n,
+                "verdict": "unresolved"}
+    half = t_975(n - 1) * statistics.stdev(logs) / math.sqrt(n)
+    lo, hi = math.exp(mean - half), math.exp(mean + half)
+    verdict = "slower" if hi < SAME_LOW else "faster" if lo > SAME_HIGH else "same"
+    return {"ratio": math.exp(mean), "lo": lo, "hi": hi, "n": n, "verdict": verdict}
 
 
 @dataclass

@@ -96,6 +96,7 @@ def test_json_has_environment_and_every_benchmark(smoke_run: tuple[Path, str]) -
 
 
 VALUE = re.compile(r"^(-|[+-]?\d[\d,]*(\.\d+)?)$")  # a bare number: its unit is the group's
+MARK = re.compile(r" (faster|slower|\?)$")  # a judged row's verdict ("same": no mark)
 
 
 def test_prints_verdict_table_whole_target_lines_and_progress(
@@ -114,9 +115,17 @@ def test_prints_verdict_table_whole_target_lines_and_progress(
     table = summary[head + 2:summary.index("", head)]
     headings = [x for x in table if not x.startswith(" ")]
     assert len(headings) >= len(BENCHMARKS), headings
-    rows = [x.removesuffix(" *").split()[-4:] for x in table if x.startswith(" ")
-            and re.search(r"(-|\dx)( \*)?$", x)]  # a long case name wraps above its numbers
+    rows = [MARK.sub("", x).split()[-4:] for x in table if x.startswith(" ")
+            and re.search(r"(-|\dx)( (faster|slower|\?))?$", x)]  # a long name wraps above
     assert len(rows) == len(data["summary"]), table
+    marks = [m.group(1) for x in table if (m := MARK.search(x))]
+    judged = [r for r in data["summary"] if r["judged"] and r["ratio"] is not None]
+    assert len(marks) == sum(r["verdict"] != "same" for r in judged), (marks, judged)
+    # every row states its verdict and whether the "slower" target judges it
+    for r in data["summary"]:
+        assert r["verdict"] in (None, "faster", "same", "slower", "unresolved"), r
+        if r["case"].endswith(" cases)"):  # an aggregate: not judged
+            assert not r["judged"], r
     for cells in rows:
         assert all(VALUE.match(c) for c in cells[:3]), cells
         assert cells[3] == "-" or cells[3].endswith("x"), cells
