@@ -5,6 +5,7 @@ docstring (mutmut's names: function + number)."""
 from __future__ import annotations
 
 import gc
+from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
@@ -176,3 +177,127 @@ def test_dead_holders_leave_no_record_in_the_child() -> None:
     got = alive.log_prob(0.5)
     assert got != before
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+# ---- pytree.py: the field table, the Python flatten, StaticValue (mutmut's pytree run) ------
+
+
+def _unset(d: Any, name: str) -> Any:
+    del d.__dict__[name]  # the class attribute answers now, as for a field never set
+    return d
+
+
+def test_the_tree_flatten_method_is_what_jax_registered() -> None:
+    """``register`` 42-45 and 70, ``_freeze`` 1-7: numpyro's ``d.tree_flatten()`` (the Python
+    flatten, used by a user class's ``super().tree_flatten()``) must give JAX's own leaves and
+    aux data, on the fast path, with list aux (frozen to a tuple), with hybrid statics and for
+    a batch derived from the leaves (aux keeps numpyro's stored shape); and
+    ``tree_unflatten`` must rebuild an equal instance."""
+    import jax
+
+    car_adj = np.array([[0.0, 1.0], [1.0, 0.0]])
+    batched = jax.vmap(lambda m: sd.Normal(m, 1.0))(jnp.ones((4, 3)))
+    cases = {
+        "Normal": sd.Normal(jnp.zeros(3), 1.0),
+        "MultivariateNormal": sd.MultivariateNormal(jnp.zeros(2), jnp.eye(2)),
+        "Independent": sd.Normal(jnp.zeros((2, 3)), 1.0).to_event(1),
+        "CAR (hybrid)": sd.CAR(jnp.zeros(2), 0.5, 1.0, car_adj),
+        "vmapped Normal": batched,
+        "Independent, a field unset (the general flatten)": _unset(
+            sd.Normal(jnp.zeros((2, 3)), 1.0).to_event(1), "has_enumerate_support"),
+        "vmapped CAR (hybrid, derived)": jax.vmap(
+            lambda m: sd.CAR(m, 0.5, 1.0, car_adj))(jnp.zeros((4, 2))),
+    }
+    for label, d in cases.items():
+        children, aux = d.tree_flatten()
+        assert aux == jax.tree_util.tree_structure(d).node_data()[1], label
+        hash(aux)  # aux data must be hashable: list aux frozen
+        mine, jaxs = jax.tree_util.tree_leaves(children), jax.tree_util.tree_leaves(d)
+        assert len(mine) == len(jaxs) and all(a is b for a, b in zip(mine, jaxs)), label
+        rebuilt = type(d).tree_unflatten(aux, children)
+        assert rebuilt.batch_shape == d.batch_shape, label
+        assert jax.tree_util.tree_structure(rebuilt) == jax.tree_util.tree_structure(d), label
+    assert batched.batch_shape == (4, 3)
+    assert batched.tree_flatten()[1][0] == (3,)  # numpyro's stored shape in aux
+    unset = cases["Independent, a field unset (the general flatten)"]
+    aux = unset.tree_flatten()[1]
+    assert aux[-1] == ("has_enumerate_support",) and ["loc", "scale"] != aux[4] == (
+        "loc", "scale")  # the list field frozen
+    assert jax.tree_util.tree_map(lambda x: x, unset).reparametrized_params == ["loc", "scale"]
+    car = cases["vmapped CAR (hybrid, derived)"]
+    assert car.batch_shape == (4,) and car.tree_flatten()[1][:2] == ((), (2,))
+
+
+class _Mixin:
+    """Not a distribution: numpyro ignores its field declarations."""
+
+    pytree_data_fields = ("junk",)
+    pytree_aux_fields = ("more_junk",)
+
+
+def test_the_field_table_follows_numpyros_rules_and_the_forks_words() -> None:
+    """``field_table`` 1, 8, 48, 51, 65-68, 70, 80."""
+    from stabledist._src.pytree import field_table
+
+    class Both(nd.Normal):
+        pytree_data_fields = ("flag",)
+        pytree_aux_fields = ("_validate_args", "flag")
+
+    with pytest.raises(TypeError) as info:
+        field_table(Both)
+    assert str(info.value).endswith(
+        "Both declares ['flag'] as both pytree data and aux fields; stabledist needs to know "
+        "when such a field is static: pass hybrid={name: test} to stabledist.make_stable / "
+        "register")
+    own = field_table(Both, own_flatten=True)  # a user's own flatten decides: in both
+    assert "flag" in own.data and "flag" in own.aux
+    assert own.aux[-1] == "_validate_args"  # last, whatever a class declared first
+
+    with pytest.raises(TypeError, match=r"Both: hybrid field 'nope' is not a data field"):
+        field_table(Both, hybrid={"flag": lambda d, v: True, "nope": lambda d, v: True})
+
+    class Mixed(_Mixin, nd.Normal):
+        pass
+
+    table = field_table(Mixed)
+    assert set(table.data) == set(nd.Normal.gather_pytree_data_fields())
+    assert "junk" not in table.data and "more_junk" not in table.aux
+
+    class AuxFlag(nd.Normal):
+        pytree_aux_fields = ("flag",)
+
+    data_word = field_table(AuxFlag, extra_data=("flag",))  # the fork's word wins
+    assert "flag" in data_word.data and "flag" not in data_word.aux
+    derived_word = field_table(AuxFlag, derived=("flag",))
+    assert "flag" not in derived_word.data and "flag" not in derived_word.aux
+    derived = field_table(nd.Normal, derived=("scale",))
+    assert "scale" not in derived.data and "scale" not in derived.aux
+    assert field_table(nd.Independent, list_aux=("reparametrized_params",)).list_aux == \
+        frozenset({"reparametrized_params"})
+
+
+def test_static_values_compare_by_content_and_hash_by_signature() -> None:
+    """``StaticValue._signature``, ``__eq__``, ``__hash__``, ``__repr__``: aux data of a
+    hybrid field (a NumPy or SciPy adjacency matrix) must make equal treedefs for equal
+    contents and different ones otherwise."""
+    import scipy.sparse
+
+    from stabledist._src.pytree import StaticValue
+
+    a = np.arange(4.0).reshape(2, 2)
+    same, other = StaticValue(a.copy()), StaticValue(a + 1)
+    sv = StaticValue(a)
+    assert sv == sv and sv == same and hash(sv) == hash(same)
+    assert sv != other and hash(sv) == hash(other)  # same signature, other contents
+    assert sv != StaticValue(a.astype(np.float32))  # dtype
+    assert sv != StaticValue(a.reshape(4))  # shape
+    assert hash(sv) != hash(StaticValue(a.reshape(4)))
+    assert sv != StaticValue(a.tolist())  # type
+    a32 = a.astype(np.float32)
+    assert StaticValue(a32) != StaticValue(jnp.asarray(a32))  # type alone (same contents)
+    assert sv.__eq__(a) is NotImplemented and sv != 5
+    assert "ndarray" in repr(sv) and "(2, 2)" in repr(sv)
+    s1, s2 = scipy.sparse.csr_matrix(a), scipy.sparse.csr_matrix(a)
+    s3 = scipy.sparse.csr_matrix(a + 1)
+    assert StaticValue(s1) == StaticValue(s2) and StaticValue(s1) != StaticValue(s3)
+    assert hash(StaticValue(s1)) == hash(StaticValue(s2))

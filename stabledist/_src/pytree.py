@@ -20,7 +20,6 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import filterfalse
-from operator import itemgetter
 from typing import Any
 
 import jax
@@ -186,7 +185,6 @@ def register(
     names_set = frozenset(names)
     required_aux = aux[:-1]  # all but _validate_args, which table.aux puts last
     tracked_names = (*data, *required_aux)
-    get_data, get_required_aux = _getter(data), _getter(required_aux)
     list_at = tuple(i for i, name in enumerate(aux) if name in table.list_aux)
     new: Any = cls.__new__
     special = bool(list_at or hybrid_at)
@@ -196,14 +194,8 @@ def register(
     nested = tuple(name for name in data if name not in table.array_fields)
 
     def flatten(d: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        state = d.__dict__
-        if not special:
-            try:  # the common instance: every field set
-                statics = (*get_required_aux(state), state.get(_VALIDATE), ())
-                return get_data(state), statics
-            except KeyError:
-                pass
-        return _flatten_general(d, state)
+        # a class with hybrid fields; the others get `_generate`'s straight-line code
+        return _flatten_general(d, d.__dict__)
 
     def _flatten_general(d: Any, state: dict[str, Any]) -> Any:
         absent = tuple(filterfalse(state.__contains__, tracked_names))
@@ -384,16 +376,6 @@ def _batch_check(rule: BatchRule | None, required_aux: tuple[str, ...],
             f"        if {test}:", "            return derive(d, rule, children)",
             "    except TypeError:  # a leaf whose shape is no sequence (a distribution's method)",
             "        return derive(d, rule, children)", *restore]
-
-
-def _getter(names: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
-    """``state -> tuple of state[name]`` at C speed; raises KeyError for an unset field."""
-    if len(names) >= 2:
-        return itemgetter(*names)
-    if len(names) == 1:
-        only = names[0]
-        return lambda state: (state[only],)
-    return lambda state: ()
 
 
 _NOT_ARRAYS = (str, bytes, _NumpyroDistribution)
