@@ -301,3 +301,109 @@ def test_static_values_compare_by_content_and_hash_by_signature() -> None:
     s3 = scipy.sparse.csr_matrix(a + 1)
     assert StaticValue(s1) == StaticValue(s2) and StaticValue(s1) != StaticValue(s3)
     assert hash(StaticValue(s1)) == hash(StaticValue(s2))
+
+
+class _Companion(nd.Normal):
+    @lazy_property
+    def twice(self):
+        return 2.0 * self.loc
+
+
+class _WithCompanion(nd.Normal):
+    @lazy_property
+    def companion(self):  # a lazy value that holds another distribution with values
+        return [sd.make_stable(_Companion)(self.loc + 1.0, 1.0)]
+
+
+def test_clear_cache_survives_instances_dying_during_it() -> None:
+    """``LazyValueCache.clear`` (a bug a review found): dropping one value may free the last
+    reference to another instance with values, whose weak-reference callback removes its
+    owner while `clear` walks its snapshot."""
+    h = sd.make_stable(_WithCompanion)(jnp.asarray(0.0), 1.0)
+    companion = h.companion[0]
+    companion.twice  # noqa: B018 - its owner comes after h's in the snapshot
+    del companion
+    sd.clear_cache()  # must not raise
+    assert float(h.companion[0].twice) == 2.0
+
+
+class _Wrap(nd.Distribution):
+    """A user's distribution holding another (possibly a `_Wrap`) in a data field."""
+
+    pytree_data_fields = ("base",)
+
+    def __init__(self, base):
+        self.base = base
+        super().__init__(batch_shape=(), event_shape=())
+
+    @lazy_property
+    def twice_loc(self):
+        inner = self.base
+        while isinstance(inner, _Wrap):
+            inner = inner.base
+        return 2.0 * inner.loc
+
+
+def test_an_assignment_reaches_holders_of_holders_and_reassigned_children() -> None:
+    """``LazyValueCache.invalidate``, ``_store`` (a bug a review found): a holder whose owner
+    was first made as a child (it is held itself) still records its own children at its
+    first value; a holder whose child field is reassigned records the new child. Either way
+    an assignment to the child drops the holders' values."""
+    wrap = sd.make_stable(_Wrap)
+    c = sd.Normal(jnp.asarray(1.0), 1.0)
+    h1 = wrap(c)
+    h2 = wrap(h1)
+    assert float(h2.twice_loc) == 2.0 and float(h1.twice_loc) == 2.0
+    c.loc = jnp.asarray(5.0)
+    assert float(h1.twice_loc) == 10.0 and float(h2.twice_loc) == 10.0
+
+    h = wrap(sd.Normal(jnp.asarray(0.0), 1.0))
+    assert float(h.twice_loc) == 0.0
+    c2 = sd.Normal(jnp.asarray(1.0), 1.0)
+    h.base = c2
+    assert float(h.twice_loc) == 2.0
+    c2.loc = jnp.asarray(7.0)
+    assert float(h.twice_loc) == 14.0
+
+
+def test_a_holder_first_read_under_grad_records_its_children() -> None:
+    """``LazyValueCache._store`` 12-13: a holder's first value computed on the general path
+    (read inside ``grad``, concrete leaves: computed eagerly and cached) records its
+    children too, so an assignment to one of them drops the value."""
+    import jax
+
+    wrap = sd.make_stable(_Wrap)
+    c = sd.Normal(jnp.asarray(1.0), 1.0)
+    h = wrap(c)
+    assert float(jax.grad(lambda x: x * h.twice_loc)(1.0)) == 2.0  # the first read
+    assert "twice_loc" in CACHE.cached(h)
+    c.loc = jnp.asarray(5.0)
+    assert float(h.twice_loc) == 10.0
+
+
+def test_a_reassigned_child_forgets_its_old_holder() -> None:
+    """``LazyValueCache.invalidate`` 7-10: after ``h.base = new``, the old child no longer
+    records ``h`` as a holder (an assignment to it would drop ``h``'s values for nothing, and
+    the record would live as long as the old child)."""
+    wrap = sd.make_stable(_Wrap)
+    old, new = sd.Normal(jnp.asarray(1.0), 1.0), sd.Normal(jnp.asarray(2.0), 1.0)
+    h = wrap(old)
+    assert float(h.twice_loc) == 2.0
+    assert id(h) in (CACHE._owners[id(old)].holders or {})
+    h.base = new
+    assert id(h) not in (CACHE._owners[id(old)].holders or {})
+    assert float(h.twice_loc) == 4.0
+    assert id(h) in (CACHE._owners[id(new)].holders or {})
+
+
+def test_a_held_child_settles_so_an_assignment_drops_what_was_given() -> None:
+    """``LazyValueCache._adopt`` 13-14: the owner made for a held child is settled (the child
+    was constructed before its holder), so a value given to it later by assignment is
+    dropped by its next field assignment, as for any constructed instance."""
+    wrap = sd.make_stable(_Wrap)
+    child = sd.MultivariateNormal(jnp.zeros(2), scale_tril=jnp.eye(2))
+    h = wrap(child)
+    h.twice_loc  # noqa: B018 - records child, with an owner made for it
+    child.covariance_matrix = 4.0 * jnp.eye(2)  # given: seeded
+    child.scale_tril = 3.0 * jnp.eye(2)  # the given value no longer describes the instance
+    np.testing.assert_array_equal(child.covariance_matrix, 9.0 * jnp.eye(2))
