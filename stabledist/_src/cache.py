@@ -388,18 +388,12 @@ class LazyValueCache:
         owner = self._owners.get(key)
         if owner is None:
             owner = self._new_owner(instance, key)
-            owner.names = frozenset((name,))
-            table[key] = value
-            children = self.children_of.get(type(instance))
-            if children is not None:  # a value of a distribution that holds others
-                self._adopt(owner, instance, children)
-            return owner
         if name not in owner.names:
             owner.names = owner.names | {name}
         table[key] = value
-        if owner.held is None:  # made as a child, by a seed, or its children were reassigned
+        if owner.held is None:  # new, made as a child, or its children were reassigned
             children = self.children_of.get(type(instance))
-            if children is not None:
+            if children is not None:  # a value of a distribution that holds others
                 self._adopt(owner, instance, children)
         return owner
 
