@@ -64,11 +64,18 @@ def environment(extra_path: Path | None = None) -> dict[str, str]:
     return env
 
 
-def lay_out(dest: Path, extra: Sequence[Path] = ()) -> None:
+def lay_out(dest: Path, extra: Sequence[Path] = (), keep: Sequence[str] = ()) -> None:
     """A fresh copy of the working tree's package, tests (and the ``benchmarks`` package
-    test_cache.py imports) and ``extra`` files in ``dest``."""
-    shutil.rmtree(dest, ignore_errors=True)
-    dest.mkdir(parents=True)
+    test_cache.py imports) and ``extra`` files in ``dest``; the entries of ``dest`` named in
+    ``keep`` survive."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in dest.iterdir():
+        if entry.name in keep:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".hypothesis")
     for name in ("stabledist", "tests", "benchmarks"):
         shutil.copytree(REPO / name, dest / name, ignore=ignore)
@@ -203,9 +210,14 @@ def mutmut(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True)
 
 
-def full(names: Sequence[str], jobs: int) -> int:
+def full(names: Sequence[str], jobs: int, fresh: bool) -> int:
+    """mutmut over ``names`` (all the core when empty). mutmut's record (``mutants/``) is
+    kept between runs unless ``fresh``: mutmut forgets the results of every function whose
+    source changed, so a run without names resumes where the last one stopped, and names
+    given are always run again."""
     work = SCRATCH / "work"
-    lay_out(work, [HERE / "setup.cfg", HERE / "preload.txt", HERE / "mutation_import_time.py"])
+    lay_out(work, [HERE / "setup.cfg", HERE / "preload.txt", HERE / "mutation_import_time.py"],
+            keep=() if fresh else ("mutants",))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
                             capture_output=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
@@ -243,9 +255,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_full.add_argument("names", nargs="*", help="mutmut mutant names or globs "
                         "(e.g. 'stabledist._src.cache.*'); default all")
     p_full.add_argument("--jobs", type=int, default=2)
+    p_full.add_argument("--fresh", action="store_true",
+                        help="forget the results of earlier runs")
     args = parser.parse_args(argv)
     if args.part == "full":
-        return full(args.names, args.jobs)
+        return full(args.names, args.jobs, args.fresh)
     if args.list:
         for m in MUTANTS:
             m.apply((REPO / m.path).read_text())
