@@ -182,7 +182,7 @@ class LazyValueCache:
         made by one call share its cells, so a property's reader adds only the cells of its
         own name, table and descriptor (a few hundred properties: each cell is one more
         object for the garbage collector to walk)."""
-        owners_setdefault = self._owners.setdefault
+        owners, owners_get = self._owners, self._owners.get
         acquire, release = self.lock.acquire, self.lock.release
         strong, eval_trace, axis, top_axis_env = _TOP_LEVEL
         concrete_types, children_of = _CONCRETE_TYPES, self.children_of
@@ -205,17 +205,17 @@ class LazyValueCache:
                     value = prop.wrapped(instance)
                     if type(value) not in concrete_types and not _is_concrete(value):
                         return value  # computed from leaked tracers: never cached
+                    if owners_get(key) is not None:  # it has values: the general path
+                        store(instance, key, name, values, value)
+                        return value
+                    # (looked up after the value: computing it may have read others)
                     try:
                         owner = new_owner(instance, callback)
                     except TypeError:
                         owner = checked_owner(instance, key)  # raises the clear error
                     owner.key, owner.names, owner.seeded = key, only_this, _NOTHING
                     owner.settled, owner.holders, owner.held = False, None, None
-                    if owners_setdefault(key, owner) is not owner:
-                        # it has values (seeded, or read by this one): their owner stays
-                        # (this one is dropped; a dropped weak reference never calls back)
-                        store(instance, key, name, values, value)
-                        return value
+                    owners[key] = owner
                     values[key] = value
                     children = children_of.get(type(instance))
                     if children is not None:

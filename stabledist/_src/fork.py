@@ -186,8 +186,8 @@ def _nested_distributions(names: tuple[str, ...]) -> Callable[[Any], list[Any]]:
             if kind is _HOLDS_ONE:
                 found.append(value)
             elif kind is _HOLDS_SOME:
-                for v in value:
-                    if isinstance(v, _NumpyroDistribution):
+                for v in value:  # (by type too: numpyro's metaclass makes isinstance slow)
+                    if (kinds.get(type(v)) or _field_kind(type(v))) is _HOLDS_ONE:
                         found.append(v)
         return found
 
