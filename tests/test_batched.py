@@ -12,6 +12,7 @@ instances, ``out_axes``, and leaves that are not arrays.
 
 from __future__ import annotations
 
+import gc
 import pickle
 
 import jax
@@ -251,13 +252,19 @@ def test_every_method_of_a_vmapped_distribution_is_the_stacked_ones():
     lambda m, v: v.mask(jnp.array([True, False, True])),
     lambda m, v: m.MixtureSameFamily(m.Categorical(jnp.array([0.2, 0.3, 0.5])), v),
     lambda m, v: m.TransformedDistribution(v, m.transforms.ExpTransform()),
-], ids=["to_event", "expand", "mask", "mixture", "transformed"])
+    lambda m, v: m.LeftCensoredDistribution(v, jnp.array([True, False, True])),
+    lambda m, v: m.RightCensoredDistribution(v, jnp.array([[False, True, False]] * 2)),
+    lambda m, v: m.IntervalCensoredDistribution(v, jnp.array([True, False, False]),
+                                                jnp.array([False, False, True])),
+], ids=["to_event", "expand", "mask", "mixture", "transformed", "left_censored",
+        "right_censored_broadcast", "interval_censored"])
 def test_a_distribution_built_from_a_vmapped_one_keeps_its_shapes(build, element):
     """A constructor reads its child's batch shape (``to_event`` moves it to the event,
-    ``expand`` sizes its axes from it): round trips of what it built keep the vmapped child's
-    shape, and those of the distributions the child holds (LogNormal's Normal, StudentT's Chi2),
-    also for a pickled copy of the vmapped distribution; the numbers are numpyro's for the same
-    construction from stacked parameters (to float32 rounding)."""
+    ``expand`` sizes its axes from it; the censored classes rebuild it with ``jax.tree.map``):
+    what it built, and its round trips, keep the vmapped child's shape, and those of the
+    distributions the child holds (LogNormal's Normal, StudentT's Chi2), also for a pickled
+    copy of the vmapped distribution (with the batch itself no longer alive); the numbers are
+    numpyro's for the same construction from stacked parameters (to float32 rounding)."""
     locs = jnp.linspace(-1.0, 1.0, 3)
 
     def make(module, m):
@@ -267,10 +274,13 @@ def test_a_distribution_built_from_a_vmapped_one_keeps_its_shapes(build, element
     vmapped = jax.vmap(lambda m: make(dist, m))(locs)
     ours = build(dist, vmapped)
     theirs = build(nd, make(nd, locs))
-    from_pickle = build(dist, pickle.loads(pickle.dumps(vmapped)))
+    pickled = pickle.dumps(vmapped)
+    del vmapped
+    gc.collect()
+    from_pickle = build(dist, pickle.loads(pickled))
     x = jnp.linspace(1.5, 3.0, 3)  # in every support (exp of a LogNormal: above 1)
     for d in (ours, jax.jit(lambda d: d)(ours), jax.tree.map(lambda a: a, ours),
-              jax.jit(lambda d: d)(from_pickle)):
+              from_pickle, jax.jit(lambda d: d)(from_pickle)):
         assert _shapes_all_the_way_down(d) == _shapes_all_the_way_down(theirs)
         # to the last bit but for StudentT, whose vmapped df is an array where numpyro's
         # stacked one is a Python float (a 1-ulp difference in log_prob)

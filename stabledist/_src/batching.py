@@ -40,7 +40,7 @@ __all__ = [
     "CHILD_OFFSETS", "CONSTRUCTING", "DERIVED_ALIVE", "EVENT", "NOT_DERIVED",
     "STORED_BATCH_SHAPE", "BatchRule",
     "after_unflatten", "batch_rule", "derive", "event_rank", "is_derived", "marked", "merged",
-    "same", "settled", "to_event", "undo",
+    "restored_batch", "same", "settled", "settled_arguments", "to_event", "undo",
 ]
 
 Offset = Callable[[Any, Any], int]
@@ -259,6 +259,39 @@ def settled(d: Any) -> Any:
             state[name] = [settled(v) for v in value]
     object.__setattr__(copy, "__dict__", state)
     return copy
+
+
+def restored_batch(d: Any) -> None:
+    """``d`` was unpickled or copied: if it is a batch out of ``vmap``, it counts as one alive
+    (`DERIVED_ALIVE`: constructors given it settle it, parents built from it undo it)."""
+    if STORED_BATCH_SHAPE in d.__dict__:
+        _DERIVED.add(d)
+
+
+def settled_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]
+                      ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """A constructor's arguments with every batch out of ``vmap`` among them `settled` (called
+    only while one lives). numpyro's censored constructors rebuild their base distribution with
+    ``jax.tree.map``, where nothing is derived: given the batch itself, the rebuilt base kept
+    its element's stored shape; given the settled copy, it keeps the batch's, as the same
+    construction from stacked parameters does."""
+    if any(map(_holds_derived, args)):
+        args = tuple(map(_settled_argument, args))
+    if kwargs and any(map(_holds_derived, kwargs.values())):
+        kwargs = {k: _settled_argument(v) for k, v in kwargs.items()}
+    return args, kwargs
+
+
+def _holds_derived(value: Any) -> bool:
+    if type(value) in (list, tuple):
+        return any(map(is_derived, value))
+    return is_derived(value)
+
+
+def _settled_argument(value: Any) -> Any:
+    if type(value) in (list, tuple):
+        return type(value)(map(settled, value))
+    return settled(value)
 
 
 def _contributions(state: dict[str, Any], rule: BatchRule, children: Any) -> list[tuple]:

@@ -37,7 +37,15 @@ from numpyro.distributions.distribution import Distribution as _NumpyroDistribut
 from numpyro.distributions.distribution import DistributionMeta, MaskedDistribution
 from numpyro.distributions.util import lazy_property
 
-from stabledist._src.batching import CONSTRUCTING, batch_rule, is_derived, settled
+from stabledist._src.batching import (
+    CONSTRUCTING,
+    DERIVED_ALIVE,
+    batch_rule,
+    is_derived,
+    restored_batch,
+    settled,
+    settled_arguments,
+)
 from stabledist._src.cache import CACHE, cached_lazy_property
 from stabledist._src.export import register_serialization  # jax.export hook (export.py)
 from stabledist._src.introspect import is_numpyro_class
@@ -71,6 +79,8 @@ class StableMeta(DistributionMeta):
     """After numpyro's constructor ran, the new instance is settled (see the module doc)."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - a metaclass
+        if DERIVED_ALIVE:  # a batch out of vmap lives: constructors get it settled
+            args, kwargs = settled_arguments(args, kwargs)
         CONSTRUCTING.depth += 1  # numpyro's constructors rely on stored batch shapes
         try:
             instance = super().__call__(*args, **kwargs)
@@ -548,6 +558,7 @@ class Distribution(_SkipNumpyroRegistration, _NumpyroDistribution, metaclass=Sta
         vars(self).update(state)
         for name, value in seeded.items():
             CACHE.seed(self, name, value)
+        restored_batch(self)
         CACHE.settled(self)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
