@@ -5,8 +5,10 @@ docstring (mutmut's names: function + number)."""
 from __future__ import annotations
 
 import gc
+import warnings
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as nd
@@ -407,3 +409,166 @@ def test_a_held_child_settles_so_an_assignment_drops_what_was_given() -> None:
     child.covariance_matrix = 4.0 * jnp.eye(2)  # given: seeded
     child.scale_tril = 3.0 * jnp.eye(2)  # the given value no longer describes the instance
     np.testing.assert_array_equal(child.covariance_matrix, 9.0 * jnp.eye(2))
+
+
+# ---- fork.py: warnings, make_stable's checks, upstream_class, nested fields -----------------
+
+def _one_warning(record: Any) -> warnings.WarningMessage:
+    ours = [w for w in record if "stabledist" in str(w.message) or "pytree" in str(w.message)]
+    assert len(ours) == 1, [str(w.message) for w in record]
+    return ours[0]
+
+
+def test_undeclared_attribute_warning_names_the_fix_and_points_at_the_caller() -> None:
+    """``_warn_undeclared`` 15, 20 (the warning points into stabledist, not at the line that
+    built the instance), 16-18 (its advice garbled)."""
+
+    class Sloppy(nd.Normal):
+        def __init__(self, loc: Any, scale: Any) -> None:
+            self.extra = jnp.ones(2)
+            super().__init__(loc, scale)
+
+    stable = sd.make_stable(Sloppy)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        stable(0.0, 1.0)
+    w = _one_warning(record)
+    assert w.category is UserWarning
+    assert str(w.message) == (
+        "test_undeclared_attribute_warning_names_the_fix_and_points_at_the_caller.<locals>."
+        "Sloppy sets attribute(s) ['extra'] that are not pytree fields, so tree_unflatten (jit, "
+        "vmap, scan, ...) drops them; declare them in pytree_data_fields (arrays, "
+        "distributions) or pytree_aux_fields (static values)")
+    assert w.filename == __file__
+
+
+def test_own_flatten_warnings_name_the_fix_and_point_at_the_caller() -> None:
+    """``_check_own_flatten`` 14-19 (the lazy-value warning: advice garbled, pointing into
+    stabledist), 21 (a set inside a tuple of aux data not seen), 30, 34-37 (the same for the
+    set warning)."""
+
+    class Leaky(nd.Normal):
+        @lazy_property
+        def precision(self) -> Any:
+            return self.scale**-2
+
+        def tree_flatten(self) -> Any:
+            return (self.loc, self.scale, self.precision), None
+
+        @classmethod
+        def tree_unflatten(cls, aux_data: Any, params: Any) -> Any:
+            return cls(params[0], params[1])
+
+    class Unordered(nd.Normal):
+        def tree_flatten(self) -> Any:
+            return (self.loc, self.scale), ("kept", frozenset({"loc", "scale"}))
+
+        @classmethod
+        def tree_unflatten(cls, aux_data: Any, params: Any) -> Any:
+            return cls(*params)
+
+    for cls, message in [
+        (Leaky, "Leaky.tree_flatten returns the lazy value(s) ['precision'] as leaves: they are "
+                "derived from other leaves, so a tree_map would let them disagree; return the "
+                "parametrization only (stabledist keeps lazy values in its cache)"),
+        (Unordered, "Unordered.tree_flatten returns a frozenset: its order follows "
+                    "PYTHONHASHSEED, so the pytree differs between processes; return a tuple "
+                    "in a fixed order (gather_pytree_data_fields() is ordered on stable "
+                    "classes)"),
+    ]:
+        d = sd.make_stable(cls)(0.0, 2.0)
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            jax.tree_util.tree_flatten(d)
+        w = _one_warning(record)
+        assert w.category is UserWarning
+        assert str(w.message).endswith(message), str(w.message)
+        assert w.filename == __file__
+
+
+def test_make_stable_rejects_what_is_not_a_numpyro_class_and_hybrids_on_stable_ones() -> None:
+    """``make_stable`` 2 (a class that is not a distribution accepted), 8 (hybrid fields
+    declared again on a class that is already stable), 14-16 (that error's advice garbled)."""
+    for bad in (int, 3.0, nd.Normal(0.0, 1.0)):
+        with pytest.raises(TypeError, match="make_stable expects a numpyro Distribution "
+                                             "subclass, got"):
+            sd.make_stable(bad)  # type: ignore[type-var]
+    hybrid = {"loc": lambda d, v: isinstance(v, float)}
+    for already in (sd.Normal, nd.Normal):  # ours, and a numpyro class that has its mirror
+        with pytest.raises(TypeError) as info:
+            sd.make_stable(already, hybrid=hybrid)
+        assert str(info.value) == ("Normal is already stable; declare hybrid fields as the "
+                                   "class attribute pytree_hybrid_fields instead")
+    assert not hasattr(nd.Normal, "pytree_hybrid_fields")
+
+
+def test_upstream_class_is_the_mirrored_class() -> None:
+    """``upstream_class`` 1-15 (no test reached it): numpyro's class for its mirror, the
+    user's class for ``make_stable``'s, the class itself when it is not stable, and numpyro's
+    ``Distribution`` for the fork's base."""
+    from stabledist._src.fork import Distribution, upstream_class
+
+    class Mine(nd.Normal):
+        pass
+
+    assert upstream_class(sd.Normal) is nd.Normal
+    assert upstream_class(sd.TruncatedNormal(0.0, 1.0, low=0.0).__class__) is \
+        nd.LeftTruncatedDistribution
+    assert upstream_class(sd.make_stable(Mine)) is Mine
+    assert upstream_class(nd.Normal) is nd.Normal
+    assert upstream_class(int) is int
+    assert upstream_class(Distribution) is nd.Distribution
+
+    class Derived(sd.Normal):  # a subclass of a stable class mirrors numpyro's class
+        pass
+
+    assert upstream_class(Derived) is nd.Normal
+
+
+def test_an_assignment_to_a_distribution_in_a_list_field_drops_its_holders_values() -> None:
+    """``_field_kind`` 8: list fields were read as holding nothing, so an assignment to a
+    distribution in one did not drop the values of the distribution holding the list."""
+
+    class Total(nd.Distribution):
+        pytree_data_fields = ("parts",)
+
+        def __init__(self, parts: list[Any]) -> None:
+            self.parts = list(parts)
+            super().__init__(batch_shape=(), event_shape=())
+
+        @lazy_property
+        def total(self) -> Any:
+            return sum(p.loc for p in self.parts)
+
+    d = sd.make_stable(Total)([sd.Normal(1.0, 1.0), sd.Normal(2.0, 1.0)])
+    assert float(d.total) == 3.0
+    d.parts[1].loc = jnp.asarray(5.0)
+    assert float(d.total) == 6.0
+
+
+# ---- cache.py: what the run of 2026-11-26 (second session) left -----------------------------
+
+def test_cache_info_counts_instances_and_values() -> None:
+    """``LazyValueCache.info`` 4 (the number of values not counted)."""
+    d = sd.MultivariateNormal(jnp.zeros(2), scale_tril=2 * jnp.eye(2))
+    before = sd.cache_info()
+    d.covariance_matrix, d.precision_matrix  # noqa: B018 - reads
+    after = sd.cache_info()
+    assert (after.instances, after.values) == (before.instances + 1, before.values + 2)
+
+
+def test_a_cached_lazy_property_bound_under_another_name_caches_under_that_name() -> None:
+    """``cached_lazy_property.__set_name__`` 1-2: an attribute made from a function of
+    another name (``total = cached_lazy_property(_sum)``) caches under the attribute's name,
+    which is what an assignment to it seeds."""
+
+    def _sum(self: Any) -> Any:
+        return self.loc + self.scale
+
+    class Summed(sd.Normal):
+        total = sd.cached_lazy_property(_sum)
+
+    d = Summed(1.0, 2.0)
+    assert float(d.total) == 3.0
+    assert set(CACHE.cached(d)) == {"total"}
+    assert Summed.total.name == "total" and Summed.total.fget.__name__ == "total"
