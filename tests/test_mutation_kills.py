@@ -5,6 +5,7 @@ docstring (mutmut's names: function + number)."""
 from __future__ import annotations
 
 import gc
+import pickle
 import warnings
 from typing import Any
 
@@ -572,3 +573,92 @@ def test_a_cached_lazy_property_bound_under_another_name_caches_under_that_name(
     assert float(d.total) == 3.0
     assert set(CACHE.cached(d)) == {"total"}
     assert Summed.total.name == "total" and Summed.total.fget.__name__ == "total"
+
+
+# ---- fork.py's Distribution methods and cache.get_or_compute, called directly ---------------
+
+class SubclassedNormal(sd.Normal):
+    """A user's subclass of a stable class (module level, so pickle finds it by name)."""
+
+
+def test_a_subclass_of_a_stable_class_pickles_by_name() -> None:
+    """``Distribution.__reduce_ex__`` 5: classes that mirror no class (a user's subclass of a
+    stable one) pickle the usual way, by name."""
+    d = SubclassedNormal(1.0, 2.0)
+    back = pickle.loads(pickle.dumps(d))
+    assert type(back) is SubclassedNormal and float(back.loc) == 1.0
+    assert d.__reduce_ex__(pickle.HIGHEST_PROTOCOL)[0] is not _from_source()
+
+
+def _from_source() -> Any:
+    from stabledist._src.fork import _from_source as f
+
+    return f
+
+
+def test_state_without_seeded_values_is_numpyros_dict_and_unpickled_instances_are_settled(
+) -> None:
+    """``Distribution.__getstate__`` 4 (the state of an instance without seeded values is its
+    ``__dict__``, as numpyro's, not a pair), ``__setstate__`` 11 (an unpickled instance was
+    not marked as constructed: an assignment kept its seeded values, now stale)."""
+    plain = sd.Normal(0.0, 1.0)
+    assert plain.__getstate__() is vars(plain)
+    d = sd.MultivariateNormal(jnp.zeros(2), covariance_matrix=2.0 * jnp.eye(2))
+    assert "covariance_matrix" in CACHE.seeded(d)
+    back = pickle.loads(pickle.dumps(d))
+    back.scale_tril = 3.0 * jnp.eye(2)
+    np.testing.assert_allclose(back.covariance_matrix, 9.0 * jnp.eye(2))
+
+
+def test_to_event_and_indexing_reach_numpyros_arguments() -> None:
+    """``Distribution.to_event`` 2 (its argument dropped: every batch dimension moved),
+    ``__getitem__`` 1-4 (no test in the selection reached it)."""
+    d = sd.Normal(jnp.arange(6.0).reshape(2, 3), 1.0)
+    assert (d.to_event(1).batch_shape, d.to_event(1).event_shape) == ((2,), (3,))
+    assert d[1].batch_shape == (3,)
+    np.testing.assert_array_equal(d[1, 2:].loc, jnp.array([5.0]))
+
+
+def test_get_or_compute_called_eagerly_computes_once_and_caches() -> None:
+    """``LazyValueCache.get_or_compute`` 1-3, 5 (its table looked up wrongly when none is
+    given), 10 (the stored value never found), 15-16 (the eager value not computed from the
+    instance): called directly, eagerly, for a name without a table yet."""
+    d = sd.Normal(0.0, 2.0)
+    calls: list[int] = []
+
+    def compute(instance: Any) -> Any:
+        calls.append(1)
+        return instance.scale * 2
+
+    first = CACHE.get_or_compute(d, "_kill_test_value", compute)
+    again = CACHE.get_or_compute(d, "_kill_test_value", compute)
+    assert first is again and float(first) == 4.0 and len(calls) == 1
+    assert CACHE.cached(d)["_kill_test_value"] is first
+    assert CACHE.table("_kill_test_value")[id(d)] is first
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap"])
+def test_a_first_read_under_grad_or_vmap_alone_is_numpyros_eager_value(
+        transform: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``LazyValueCache.get_or_compute`` 24-25 (a trace that stages nothing taken for one
+    that does): under ``grad`` or ``vmap`` alone numpyro computes a value of concrete leaves
+    eagerly, and so must stabledist: no hoisting decision, no compiled program."""
+    import stabledist._src.cache as cache_module
+
+    def hoisted(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a value read under grad or vmap alone was hoisted")
+
+    for name in ("known_mode", "start_recording", "hoisting_mode", "compute_hoisted"):
+        monkeypatch.setattr(cache_module, name, hoisted)
+    ours = sd.MultivariateNormal(jnp.zeros(3), covariance_matrix=2.0 * jnp.eye(3))
+    theirs = nd.MultivariateNormal(jnp.zeros(3), covariance_matrix=2.0 * jnp.eye(3))
+
+    def read(d: Any) -> Any:
+        def f(x: Any) -> Any:
+            return x * d.precision_matrix.sum()
+
+        return jax.grad(f)(1.0) if transform == "grad" else jax.vmap(f)(jnp.ones(2))
+
+    np.testing.assert_array_equal(read(ours), read(theirs))
+    np.testing.assert_array_equal(CACHE.cached(ours)["precision_matrix"],
+                                  vars(theirs)["precision_matrix"])
