@@ -662,3 +662,16 @@ def test_a_first_read_under_grad_or_vmap_alone_is_numpyros_eager_value(
     np.testing.assert_array_equal(read(ours), read(theirs))
     np.testing.assert_array_equal(CACHE.cached(ours)["precision_matrix"],
                                   vars(theirs)["precision_matrix"])
+
+
+def test_a_value_computed_in_the_trace_is_computed_there_once() -> None:
+    """``LazyValueCache.get_or_compute`` 54-55: a value first read in a trace and decided
+    "compute in the trace" was dropped and computed again, doubling its equations: the
+    program must be numpyro's, equation for equation."""
+
+    def program(d: Any) -> Any:
+        return jax.make_jaxpr(lambda x: d.log_prob(x))(jnp.linspace(-0.5, 2.5, 5))
+
+    ours = program(sd.TruncatedNormal(0.5, 2.0, low=-1.0, high=3.0))
+    theirs = program(nd.TruncatedNormal(0.5, 2.0, low=-1.0, high=3.0))
+    assert [e.primitive.name for e in ours.eqns] == [e.primitive.name for e in theirs.eqns]
