@@ -115,7 +115,7 @@ MUTANTS: tuple[AstMutant, ...] = (
     ),
     AstMutant(
         CACHE, "LazyValueCache._reader_factory.reader.miss",
-        "owners_setdefault(key, owner) is not owner",
+        "owners_get(key) is not None",
         "False",
         "cache: an eager first read whose value read others of the same instance replaces "
         "their owner (their values outlive the instance)",
@@ -195,6 +195,19 @@ MUTANTS: tuple[AstMutant, ...] = (
         "batching: a distribution built from a vmapped one keeps the child's stale stored shape "
         "(to_event, expand and mixtures of a vmapped distribution break in a round trip)",
         _k("tests/test_batched.py", "keeps_its_shapes"),
+    ),
+    AstMutant(
+        FORK, "StableMeta.__call__",
+        "if DERIVED_ALIVE:\n    args, kwargs = settled_arguments(args, kwargs)", None,
+        "batching: constructors are given the vmapped distribution itself (numpyro's censored "
+        "classes rebuild it with jax.tree.map, keeping the element's base shape)",
+        _k("tests/test_batched.py", "keeps_its_shapes and censored"),
+    ),
+    AstMutant(
+        FORK, "Distribution.__setstate__", "restored_batch(self)", None,
+        "batching: an unpickled vmapped distribution does not count as a live batch (its "
+        "censored wrappers keep the element's base shape once the original is gone)",
+        _k("tests/test_batched.py", "keeps_its_shapes and censored"),
     ),
     AstMutant(
         BATCHING, "derive", "CONSTRUCTING.depth", "0",
