@@ -675,3 +675,21 @@ def test_a_value_computed_in_the_trace_is_computed_there_once() -> None:
     ours = program(sd.TruncatedNormal(0.5, 2.0, low=-1.0, high=3.0))
     theirs = program(nd.TruncatedNormal(0.5, 2.0, low=-1.0, high=3.0))
     assert [e.primitive.name for e in ours.eqns] == [e.primitive.name for e in theirs.eqns]
+
+
+def test_a_hoisted_program_is_given_the_values_the_instance_already_has() -> None:
+    """``LazyValueCache.get_or_compute`` 79: the program that hoists a value seeds the rebuilt
+    instance with the values the cache already holds for it (a covariance given to the
+    constructor); without its ``seed`` the program failed, was dropped, and every later
+    instance computed the value op by op."""
+    from stabledist._src import hoisting
+
+    d = sd.MultivariateNormal(jnp.zeros(3), covariance_matrix=2.0 * jnp.eye(3))
+    assert "covariance_matrix" in CACHE.seeded(d)
+    jax.jit(lambda x: x @ d.precision_matrix)(jnp.ones(3))
+    treedef = jax.tree_util.tree_structure(d)
+    programs = {key[0]: program for key, program in hoisting._PROGRAMS[type(d)].items()
+                if key[2] == treedef}
+    assert programs.get("precision_matrix") is not None
+    np.testing.assert_allclose(CACHE.cached(d)["precision_matrix"], 0.5 * jnp.eye(3),
+                               rtol=1e-6)
