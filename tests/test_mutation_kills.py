@@ -693,3 +693,71 @@ def test_a_hoisted_program_is_given_the_values_the_instance_already_has() -> Non
     assert programs.get("precision_matrix") is not None
     np.testing.assert_allclose(CACHE.cached(d)["precision_matrix"], 0.5 * jnp.eye(3),
                                rtol=1e-6)
+
+
+def test_a_value_that_cannot_be_traced_is_hoisted_op_by_op() -> None:
+    """``LazyValueCache.get_or_compute`` 89-92: a lazy value with Python control flow on an
+    array it computed cannot be computed in a trace (numpyro raises
+    ``ConcretizationTypeError`` inside ``jit``); stabledist decides "eager", computes it op by
+    op outside the trace and caches it."""
+
+    class Branchy(nd.Normal):
+        @lazy_property
+        def half_or_double(self) -> Any:
+            return self.scale * (0.5 if float(jnp.sum(self.loc)) > 0 else 2.0)
+
+    upstream = Branchy(jnp.ones(2), jnp.full(2, 3.0))
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.jit(lambda x: x * upstream.half_or_double)(2.0)
+    d = sd.make_stable(Branchy)(jnp.ones(2), jnp.full(2, 3.0))
+    np.testing.assert_array_equal(jax.jit(lambda x: x * d.half_or_double)(2.0), [3.0, 3.0])
+    np.testing.assert_array_equal(CACHE.cached(d)["half_or_double"], [1.5, 1.5])
+
+
+def test_a_value_that_is_a_tuple_of_arrays_is_cached() -> None:
+    """``LazyValueCache.get_or_compute`` 96: a concrete value of a type the fast test does
+    not list (a tuple of arrays) is cached too, read under a trace as eagerly."""
+
+    class Pair(nd.Normal):
+        @lazy_property
+        def pair(self) -> Any:
+            return (self.loc + 1, self.scale * 2)
+
+    d = sd.make_stable(Pair)(jnp.ones(2), jnp.full(2, 3.0))
+    first = d.pair
+    assert d.pair is first and CACHE.cached(d)["pair"] is first
+    e = sd.make_stable(Pair)(jnp.ones(3), jnp.full(3, 3.0))
+    jax.vmap(lambda x: x * e.pair[1])(jnp.ones(2))  # first read under vmap alone
+    assert CACHE.cached(e)["pair"] is e.pair
+
+
+def test_an_object_that_cannot_be_weakly_referenced_is_refused_clearly() -> None:
+    """``LazyValueCache._new_owner`` 6-11: the error names the type and the reason."""
+    with pytest.raises(TypeError) as info:
+        CACHE.seed(7, "loc", 1.0)
+    assert str(info.value) == ("int instances cannot be weakly referenced (a __slots__ "
+                               "without '__weakref__'?), so their lazy values cannot be "
+                               "cached externally")
+
+
+def test_a_release_racing_with_clear_still_drops_the_values() -> None:
+    """``LazyValueCache._release`` 6: when another thread's ``clear()`` removes a dying
+    instance's owner between the release's lookup and its removal, the release must still
+    drop the instance's values (a ``KeyError`` there left them for the next object with the
+    same ``id``). The race is staged deterministically on a private cache."""
+    from stabledist._src.cache import LazyValueCache
+
+    class RacingOwners(dict):  # type: ignore[type-arg]
+        def get(self, key: Any, default: Any = None) -> Any:
+            found = super().get(key, default)
+            self.pop(key, None)  # clear() in another thread, right after the lookup
+            return found
+
+    cache = LazyValueCache()
+    d = sd.Normal(0.0, 1.0)
+    cache.seed(d, "x", 1.0)
+    key = id(d)
+    cache._owners = RacingOwners(cache._owners)
+    del d
+    gc.collect()
+    assert key not in cache.table("x")

@@ -450,8 +450,7 @@ _CONCRETE_TYPES = frozenset({float, int, bool, np.ndarray, type(jnp.zeros(()))})
 
 
 def _is_concrete(value: Any) -> bool:
-    if type(value) in _CONCRETE_TYPES:
-        return True
+    """Whether ``value`` holds no tracer (callers test `_CONCRETE_TYPES` first, inline)."""
     if isinstance(value, Tracer):
         return False
     return not any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(value))
