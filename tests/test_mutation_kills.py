@@ -761,3 +761,21 @@ def test_a_release_racing_with_clear_still_drops_the_values() -> None:
     del d
     gc.collect()
     assert key not in cache.table("x")
+
+
+def test_a_release_after_a_racing_clear_dropped_one_value_drops_the_others() -> None:
+    """``LazyValueCache._release`` 10: a value another thread's ``clear()`` already dropped
+    (its owner's names not updated yet) must not stop the release from dropping the rest.
+    Staged on a private cache, with the names in a fixed order."""
+    from stabledist._src.cache import LazyValueCache
+
+    cache = LazyValueCache()
+    d = sd.Normal(0.0, 1.0)
+    cache.seed(d, "gone", 1.0)
+    cache.seed(d, "kept", 2.0)
+    key = id(d)
+    cache.table("gone").pop(key)  # clear() popped it; owner.names still lists it
+    cache._owners[key].names = ("gone", "kept")  # type: ignore[assignment]
+    del d
+    gc.collect()
+    assert key not in cache.table("kept")
