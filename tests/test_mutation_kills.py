@@ -779,3 +779,13 @@ def test_a_release_after_a_racing_clear_dropped_one_value_drops_the_others() -> 
     del d
     gc.collect()
     assert key not in cache.table("kept")
+
+
+def test_malformed_aux_data_is_shown_in_the_error() -> None:
+    """``register`` 89 (the general unflatten's error showed ``None`` instead of the aux data
+    it was given): both checks, the tuple's length and the absent fields' names."""
+    children, aux = sd.Normal(0.0, 1.0).tree_flatten()
+    for bad in (aux[:-1], (*aux[:-1], ("no_such_field",))):
+        with pytest.raises(ValueError) as info:
+            sd.Normal.tree_unflatten(bad, children)
+        assert f"malformed aux data {bad!r}: expected a tuple" in str(info.value)
