@@ -789,3 +789,4 @@ def test_malformed_aux_data_is_shown_in_the_error() -> None:
         with pytest.raises(ValueError) as info:
             sd.Normal.tree_unflatten(bad, children)
         assert f"malformed aux data {bad!r}: expected a tuple" in str(info.value)
+
