@@ -135,17 +135,17 @@ def field_table(
 
 @dataclass(frozen=True)
 class ClassPytree:
-    """What `register` made for one class: its table and its flatten/unflatten functions.
+    """What `register` made for one class: its table, its flatten, and the unflatten that
+    ``Cls.tree_unflatten`` calls.
 
-    ``flatten``/``unflatten`` follow the table (numpyro's ``super().tree_flatten()`` inside a
-    user's own flatten lands here); ``checked_unflatten`` also checks the kinds of hand-given
-    leaves. JAX is registered with ``flatten``/``unflatten``, or with the class's own methods
-    when a user class defines them.
+    ``flatten`` follows the table (numpyro's ``super().tree_flatten()`` inside a user's own
+    flatten lands here); ``checked_unflatten`` is the table's unflatten that also checks the
+    kinds of hand-given leaves. JAX is registered with the table's flatten and unflatten, or
+    with the class's own methods when a user class defines them.
     """
 
     table: FieldTable
     flatten: Callable[[Any], tuple[tuple[Any, ...], tuple[Any, ...]]]
-    unflatten: Callable[[tuple[Any, ...], Any], Any]
     checked_unflatten: Callable[[tuple[Any, ...], Any], Any]
 
 
@@ -270,7 +270,7 @@ def register(
         jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, unflatten, flatten)
     else:
         jax.tree_util.register_pytree_node(cls, *own)
-    registered = ClassPytree(table, flatten, unflatten, checked_unflatten)
+    registered = ClassPytree(table, flatten, checked_unflatten)
     _PYTREES[cls] = registered
     return registered
 
