@@ -801,3 +801,17 @@ def test_a_list_field_in_aux_data_is_a_list_again_after_a_round_trip() -> None:
     for back in (jax.tree.map(lambda x: x, d), jax.jit(lambda d: d)(d)):
         assert type(back.reparametrized_params) is list
         assert back.reparametrized_params == theirs.reparametrized_params
+
+
+def test_generated_pytree_code_is_readable_in_tracebacks() -> None:
+    """``_generate`` 90, 92: the generated flatten/unflatten's source is kept in
+    ``linecache`` (whole lines), so tracebacks and debuggers show it."""
+    import linecache
+
+    from stabledist._src.pytree import pytree_of
+
+    code = pytree_of(sd.Normal).flatten.__code__
+    assert code.co_filename.startswith("<stabledist._src.pytree ")
+    lines = linecache.getlines(code.co_filename)
+    assert lines[code.co_firstlineno - 1] == "def flatten(d):\n"
+    assert all(line.endswith("\n") for line in lines)
