@@ -172,8 +172,8 @@ MUTANTS: tuple[AstMutant, ...] = (
         _PYTREE_TESTS,
     ),
     AstMutant(
-        PYTREE, "register", "ClassPytree(table, flatten, unflatten, checked_unflatten)",
-        "ClassPytree(table, flatten, unflatten, unflatten)",
+        PYTREE, "register", "ClassPytree(table, flatten, checked_unflatten)",
+        "ClassPytree(table, flatten, unflatten)",
         "pytree: tree_unflatten called by hand skips the leaf-kind check (no clear error for "
         "a string or distribution as a parameter)",
         _PYTREE_TESTS,
