@@ -41,10 +41,10 @@ from stabledist._src.batching import (
     CONSTRUCTING,
     DERIVED_ALIVE,
     batch_rule,
-    is_derived,
     restored_batch,
     settled,
     settled_arguments,
+    settled_value,
 )
 from stabledist._src.cache import CACHE, cached_lazy_property
 from stabledist._src.export import register_serialization  # jax.export hook (export.py)
@@ -418,9 +418,7 @@ def _adopt_children(d: Distribution) -> None:
             else:  # a batched one (a pickled copy too, so no liveness test): settled
                 state[name] = settled(value)
         elif type(value) in _SEQUENCES and value and not isinstance(value[0], int):
-            stable = stabilize(value)  # shapes are tuples of ints: skipped above
-            if any(map(is_derived, stable)):
-                stable = type(stable)(map(settled, stable))
+            stable = settled_value(stabilize(value))  # shapes are tuples of ints: skipped above
             if stable is not value:
                 state[name] = stable
 
