@@ -421,8 +421,8 @@ def _one_warning(record: Any) -> warnings.WarningMessage:
 
 
 def test_undeclared_attribute_warning_names_the_fix_and_points_at_the_caller() -> None:
-    """``_warn_undeclared`` 15, 20 (the warning points into stabledist, not at the line that
-    built the instance), 16-18 (its advice garbled)."""
+    """``_warn_undeclared`` (its advice garbled) and ``_warn_at_caller`` (the warning points
+    into stabledist, not at the line that built the instance)."""
 
     class Sloppy(nd.Normal):
         def __init__(self, loc: Any, scale: Any) -> None:
@@ -444,9 +444,9 @@ def test_undeclared_attribute_warning_names_the_fix_and_points_at_the_caller() -
 
 
 def test_own_flatten_warnings_name_the_fix_and_point_at_the_caller() -> None:
-    """``_check_own_flatten`` 14-19 (the lazy-value warning: advice garbled, pointing into
-    stabledist), 21 (a set inside a tuple of aux data not seen), 30, 34-37 (the same for the
-    set warning)."""
+    """``_check_own_flatten``: the lazy-value warning's advice garbled, a set inside a tuple of
+    aux data not seen, the set warning's advice garbled; ``_warn_at_caller``: a warning that
+    points into JAX (`jax.tree.flatten` adds a frame to `jax.tree_util.tree_flatten`)."""
 
     class Leaky(nd.Normal):
         @lazy_property
@@ -468,11 +468,11 @@ def test_own_flatten_warnings_name_the_fix_and_point_at_the_caller() -> None:
         def tree_unflatten(cls, aux_data: Any, params: Any) -> Any:
             return cls(*params)
 
-    for cls, message in [
-        (Leaky, "Leaky.tree_flatten returns the lazy value(s) ['precision'] as leaves: they are "
+    for cls, flatten, message in [
+        (Leaky, jax.tree_util.tree_flatten, "Leaky.tree_flatten returns the lazy value(s) ['precision'] as leaves: they are "
                 "derived from other leaves, so a tree_map would let them disagree; return the "
                 "parametrization only (stabledist keeps lazy values in its cache)"),
-        (Unordered, "Unordered.tree_flatten returns a frozenset: its order follows "
+        (Unordered, jax.tree.flatten, "Unordered.tree_flatten returns a frozenset: its order follows "
                     "PYTHONHASHSEED, so the pytree differs between processes; return a tuple "
                     "in a fixed order (gather_pytree_data_fields() is ordered on stable "
                     "classes)"),
@@ -480,7 +480,7 @@ def test_own_flatten_warnings_name_the_fix_and_point_at_the_caller() -> None:
         d = sd.make_stable(cls)(0.0, 2.0)
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")
-            jax.tree_util.tree_flatten(d)
+            flatten(d)  # through one frame of JAX's Python or two: the warning skips them
         w = _one_warning(record)
         assert w.category is UserWarning
         assert str(w.message).endswith(message), str(w.message)

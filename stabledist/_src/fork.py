@@ -26,6 +26,8 @@ never in attributes of the classes.
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import threading
 import warnings
 import weakref
@@ -33,6 +35,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
+import jax
+import numpyro
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 from numpyro.distributions.distribution import DistributionMeta, MaskedDistribution
 from numpyro.distributions.util import lazy_property
@@ -114,6 +118,24 @@ _warned: weakref.WeakSet[type] = weakref.WeakSet()
 _linted: weakref.WeakSet[type] = weakref.WeakSet()
 
 
+# Frames a warning skips to reach the user's line: stabledist's, numpyro's and JAX's (a flatten
+# is reached through `jax.tree.flatten`, `jax.tree_util`, `jit`, an MCMC run, ... with more or
+# fewer frames each).
+_INTERNAL_DIRS = tuple(
+    os.path.dirname(path) + os.sep
+    for path in (os.path.dirname(__file__), jax.__file__, numpyro.__file__)
+)
+
+
+def _warn_at_caller(message: str) -> None:
+    """A `UserWarning` at the first frame outside stabledist, numpyro and JAX: the user's line,
+    however many internal frames lead here (Python 3.12's ``skip_file_prefixes``, by hand)."""
+    frame, level = sys._getframe(), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
 def _warn_undeclared(cls: type, instance: Any, info: _ClassInfo) -> None:
     """Once per class made by `make_stable`: attributes outside the field table do not
     survive tree_unflatten."""
@@ -121,12 +143,10 @@ def _warn_undeclared(cls: type, instance: Any, info: _ClassInfo) -> None:
         return
     _warned.add(cls)
     extra = sorted(instance.__dict__.keys() - info.names)
-    warnings.warn(
+    _warn_at_caller(
         f"{cls.__qualname__} sets attribute(s) {extra} that are not pytree fields, so "
         "tree_unflatten (jit, vmap, scan, ...) drops them; declare them in "
-        "pytree_data_fields (arrays, distributions) or pytree_aux_fields (static values)",
-        UserWarning,
-        stacklevel=4,
+        "pytree_data_fields (arrays, distributions) or pytree_aux_fields (static values)"
     )
 
 
@@ -308,22 +328,18 @@ def _check_own_flatten(cls: type, d: Any, children: Any, aux: Any) -> None:
     cached = {id(v): name for name, v in CACHE.cached(d).items()}
     lazy = sorted({cached[id(c)] for c in children if id(c) in cached})
     if lazy:
-        warnings.warn(
+        _warn_at_caller(
             f"{cls.__qualname__}.tree_flatten returns the lazy value(s) {lazy} as leaves: "
             "they are derived from other leaves, so a tree_map would let them disagree; "
-            "return the parametrization only (stabledist keeps lazy values in its cache)",
-            UserWarning,
-            stacklevel=4,
+            "return the parametrization only (stabledist keeps lazy values in its cache)"
         )
     parts = (children, aux, *(aux if isinstance(aux, tuple | list) else ()))
     unordered = [type(x).__name__ for x in parts if isinstance(x, set | frozenset)]
     if unordered:
-        warnings.warn(
+        _warn_at_caller(
             f"{cls.__qualname__}.tree_flatten returns a {unordered[0]}: its order follows "
             "PYTHONHASHSEED, so the pytree differs between processes; return a tuple in a "
-            "fixed order (gather_pytree_data_fields() is ordered on stable classes)",
-            UserWarning,
-            stacklevel=4,
+            "fixed order (gather_pytree_data_fields() is ordered on stable classes)"
         )
 
 
