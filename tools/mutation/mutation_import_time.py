@@ -1,13 +1,19 @@
-"""pytest plugin for mutmut's stats run: charge import-time calls to every test.
+"""pytest plugin for mutmut's runs: charge import-time calls to every test, and count
+mutmut's trampolines as stabledist's own frames.
 
 mutmut learns which tests exercise a function by recording its calls between one test's
 start and teardown; calls made while stabledist is imported (every class is forked, built and
 registered then) land on the first test alone, so their mutants would run one test. Every
 test depends on the classes built at import, so this plugin adds those calls to each test.
+
+stabledist's warnings point at the user's line by skipping its own frames (and numpyro's and
+JAX's); under mutmut every call of a mutated function passes through a trampoline in mutmut's
+package, which would be taken for the user's line.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -21,6 +27,15 @@ def _stats() -> set[str] | None:
     except ImportError:  # pytest run without mutmut
         return None
     return state()._stats
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if "MUTANT_UNDER_TEST" in os.environ:  # set by mutmut for its stats run and each mutant
+        import mutmut
+
+        from stabledist._src import fork
+
+        fork._INTERNAL_DIRS += (os.path.dirname(mutmut.__file__) + os.sep,)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
