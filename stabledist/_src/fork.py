@@ -133,7 +133,7 @@ def _warn_at_caller(message: str) -> None:
     frame, level = sys._getframe(), 1
     while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, UserWarning, stacklevel=level)
+    warnings.warn(message, stacklevel=level)  # UserWarning, the default
 
 
 def _warn_undeclared(cls: type, instance: Any, info: _ClassInfo) -> None:
