@@ -815,3 +815,17 @@ def test_generated_pytree_code_is_readable_in_tracebacks() -> None:
     lines = linecache.getlines(code.co_filename)
     assert lines[code.co_firstlineno - 1] == "def flatten(d):\n"
     assert all(line.endswith("\n") for line in lines)
+
+
+def test_stabilize_converts_lists_and_tuples_of_numpyro_distributions() -> None:
+    """``stabilize`` 16 (lists and tuples of numpyro distributions came back unconverted)."""
+    parts = [nd.Normal(0.0, 1.0), nd.Exponential(2.0)]
+    for container in (list, tuple):
+        stable = sd.stabilize(container(parts))
+        assert type(stable) is container
+        assert [type(d) for d in stable] == [sd.Normal, sd.Exponential]
+        assert [float(d.log_prob(0.5)) for d in stable] == [float(d.log_prob(0.5)) for d in parts]
+    mixed = [sd.Normal(0.0, 1.0), 3.0]
+    assert all(a is b for a, b in zip(sd.stabilize(mixed), mixed, strict=True))
+    numbers = [1.0, 2.0]
+    assert sd.stabilize(numbers) is numbers
