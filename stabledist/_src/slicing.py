@@ -155,12 +155,14 @@ def _constructor_arguments(cls: type, state: dict[str, Any], sliced: Any,
     if any(f is None and p.default is inspect.Parameter.empty and n != "batch_shape"
            for f, (n, p) in zip(fields, parameters.items())):
         return None
+    structural = merged(_STRUCTURAL_ARGUMENTS, cls)
     for field, name in zip(fields, parameters):
         if name == "batch_shape":
             kwargs[name] = new_batch
-            continue
-        if field is not None:
+        elif field is not None:
             kwargs[name] = sliced(field)
+        elif name in structural:
+            kwargs[name] = structural[name](state)
     if _accepts_validate_args(cls):
         kwargs["validate_args"] = state.get("_validate_args")
     return kwargs
@@ -193,6 +195,11 @@ def _effective_batch(d: Any) -> tuple[int, ...]:
 # mixture axis.
 _MORE_OFFSETS: dict[str, dict[str, Any]] = {
     "MixtureSameFamily": {"_component_distribution": lambda parent, child: 1},
+}
+# constructor arguments numpyro keeps only through the shapes they gave: `Delta(v,
+# event_dim=1)` stores its event shape, not `event_dim`
+_STRUCTURAL_ARGUMENTS: dict[str, dict[str, Any]] = {
+    "Delta": {"event_dim": lambda state: len(state["_event_shape"])},
 }
 # classes a slice cannot be built for: ``t`` is a time grid, not a batched parameter
 _NOT_SLICEABLE = frozenset({"EulerMaruyama"})

@@ -410,6 +410,12 @@ EXAMPLES: dict[str, Builder] = {
 # ---------------------------------------------------------------------------------------------
 
 VARIANTS: dict[str, list[Builder]] = {
+    "Delta": [  # batch dimensions in front of an event: the constructor's event_dim is not stored
+        lambda m: m.Delta(
+            _a([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), _a([0.5, -0.5, 1.0]), event_dim=1,
+            validate_args=True,
+        ),
+    ],
     "MultivariateNormal": [
         lambda m: m.MultivariateNormal(
             _a([0.0, 1.0, -1.0]), covariance_matrix=_cov3(), validate_args=True
