@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 import pickle
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -469,13 +469,15 @@ def test_own_flatten_warnings_name_the_fix_and_point_at_the_caller() -> None:
             return cls(*params)
 
     for cls, flatten, message in [
-        (Leaky, jax.tree_util.tree_flatten, "Leaky.tree_flatten returns the lazy value(s) ['precision'] as leaves: they are "
-                "derived from other leaves, so a tree_map would let them disagree; return the "
-                "parametrization only (stabledist keeps lazy values in its cache)"),
-        (Unordered, jax.tree.flatten, "Unordered.tree_flatten returns a frozenset: its order follows "
-                    "PYTHONHASHSEED, so the pytree differs between processes; return a tuple "
-                    "in a fixed order (gather_pytree_data_fields() is ordered on stable "
-                    "classes)"),
+        (Leaky, jax.tree_util.tree_flatten,
+         "Leaky.tree_flatten returns the lazy value(s) ['precision'] as leaves: they are "
+         "derived from other leaves, so a tree_map would let them disagree; return the "
+         "parametrization only (stabledist keeps lazy values in its cache)"),
+        (Unordered, jax.tree.flatten,
+         "Unordered.tree_flatten returns a frozenset: its order follows "
+         "PYTHONHASHSEED, so the pytree differs between processes; return a tuple "
+         "in a fixed order (gather_pytree_data_fields() is ordered on stable "
+         "classes)"),
     ]:
         d = sd.make_stable(cls)(0.0, 2.0)
         with warnings.catch_warnings(record=True) as record:
@@ -829,3 +831,51 @@ def test_stabilize_converts_lists_and_tuples_of_numpyro_distributions() -> None:
     assert all(a is b for a, b in zip(sd.stabilize(mixed), mixed, strict=True))
     numbers = [1.0, 2.0]
     assert sd.stabilize(numbers) is numbers
+
+
+def test_a_stabilized_instance_moves_numpyros_lazy_values_to_the_cache_without_a_warning() -> None:
+    """``_settle`` 15 (an instance whose ``__dict__`` held a lazy value and every field warned
+    of undeclared attributes: none). ``stabilize`` copies a numpyro instance's ``__dict__``,
+    where numpyro caches the values read."""
+
+    class Reading(nd.Normal):
+        def __init__(self, loc: Any, scale: Any) -> None:
+            super().__init__(loc, scale, validate_args=True)  # every field set
+
+        @lazy_property
+        def precision(self) -> Any:
+            return self.scale**-2
+
+    stable = sd.make_stable(Reading)
+    upstream = Reading(0.0, 2.0)
+    assert float(upstream.precision) == 0.25 and "precision" in vars(upstream)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        d = sd.stabilize(upstream)
+    assert type(d) is stable
+    assert [str(w.message) for w in record] == []
+    assert "precision" not in vars(d)
+    assert float(d.precision) == 0.25
+
+
+def test_a_constructor_promoting_a_base_after_building_another_keeps_the_stored_shape() -> None:
+    """``StableMeta.__call__`` 6: nested constructions counted as one, so the outer
+    constructor ran on without the guard once the inner one returned. numpyro's censored
+    idiom (a base's leaves promoted to the parent's rank by ``jax.tree.map``) then derived a
+    batch shape numpyro does not give the base."""
+    from numpyro.distributions.util import promote_shapes
+
+    class Promoting(nd.Distribution):
+        arg_constraints: ClassVar[dict[str, Any]] = {}
+        pytree_data_fields = ("side", "base")
+
+        def __init__(self, base: Any, bound: Any) -> None:
+            self.side = type(base)(0.0, 1.0)  # a construction inside the constructor
+            shape = jnp.shape(bound)
+            self.base = jax.tree.map(lambda p: promote_shapes(p, shape=shape)[0], base)
+            super().__init__(batch_shape=shape)
+
+    for module, cls in ((nd, Promoting), (sd, sd.make_stable(Promoting))):
+        d = cls(module.Normal(0.0, 1.0), jnp.zeros(3))
+        assert d.base.batch_shape == (), module.__name__
+        assert d.base.loc.shape == (1,)
