@@ -879,3 +879,14 @@ def test_a_constructor_promoting_a_base_after_building_another_keeps_the_stored_
         d = cls(module.Normal(0.0, 1.0), jnp.zeros(3))
         assert d.base.batch_shape == (), module.__name__
         assert d.base.loc.shape == (1,)
+
+
+def test_a_list_of_numpyro_distributions_given_to_a_constructor_is_adopted() -> None:
+    """``_adopt_children`` 10, 12 (lists of distributions were left as numpyro's: their lazy
+    values in ``__dict__``, their pytrees numpyro's)."""
+    components = [nd.Normal(0.0, 1.0), nd.Normal(3.0, 2.0)]
+    mixture = sd.MixtureGeneral(nd.Categorical(jnp.array([0.3, 0.7])), components)
+    assert type(mixture.mixing_distribution) is sd.CategoricalProbs
+    assert [type(c) for c in mixture.component_distributions] == [sd.Normal, sd.Normal]
+    upstream = nd.MixtureGeneral(nd.Categorical(jnp.array([0.3, 0.7])), components)
+    assert float(mixture.log_prob(1.0)) == float(upstream.log_prob(1.0))
