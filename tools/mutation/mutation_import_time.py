@@ -1,10 +1,14 @@
-"""pytest plugin for mutmut's runs: charge import-time calls to every test, and count
-mutmut's trampolines as stabledist's own frames.
+"""pytest plugin for mutmut's runs: charge import-time calls to every test, run a mutant's
+tests fastest first, and count mutmut's trampolines as stabledist's own frames.
 
 mutmut learns which tests exercise a function by recording its calls between one test's
 start and teardown; calls made while stabledist is imported (every class is forked, built and
 registered then) land on the first test alone, so their mutants would run one test. Every
 test depends on the classes built at import, so this plugin adds those calls to each test.
+A mutant of such a function runs the whole selection (about 2000 tests) until one fails; mutmut
+passes them in no useful order, so this plugin sorts them by the duration mutmut recorded:
+most mutants are killed by one of the many tests that take milliseconds (no test here has a
+fixture wider than a function, so the order costs no setup).
 
 stabledist's warnings point at the user's line by skipping its own frames (and numpyro's and
 JAX's); under mutmut every call of a mutated function passes through a trampoline in mutmut's
@@ -36,6 +40,15 @@ def pytest_configure(config: pytest.Config) -> None:
         from stabledist._src import fork
 
         fork._INTERNAL_DIRS += (os.path.dirname(mutmut.__file__) + os.sep,)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if "__mutmut_" not in os.environ.get("MUTANT_UNDER_TEST", ""):  # stats, listing, plain
+        return
+    from mutmut.state import state
+
+    durations = state().duration_by_test
+    items.sort(key=lambda item: durations.get(item.nodeid, 0.0))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
