@@ -890,3 +890,15 @@ def test_a_list_of_numpyro_distributions_given_to_a_constructor_is_adopted() -> 
     assert [type(c) for c in mixture.component_distributions] == [sd.Normal, sd.Normal]
     upstream = nd.MixtureGeneral(nd.Categorical(jnp.array([0.3, 0.7])), components)
     assert float(mixture.log_prob(1.0)) == float(upstream.log_prob(1.0))
+
+
+def test_a_vmapped_holder_of_distributions_reads_its_batch_from_its_children() -> None:
+    """``_batch_check`` 11 (the generated unflatten of a class whose leaves are all in nested
+    distributions, such as `Independent`, never asked whether a child was derived); 4 is
+    performance only (an empty restore)."""
+    means = jnp.arange(15.0).reshape(5, 3)
+    independent = jax.vmap(lambda m: sd.Normal(m, 1.0).to_event(1))(means)
+    assert independent.batch_shape == (5,) and independent.event_shape == (3,)
+    stacked = nd.Normal(means, 1.0).to_event(1)
+    x = jnp.ones((5, 3))
+    assert np.array_equal(independent.log_prob(x), stacked.log_prob(x))
