@@ -902,3 +902,37 @@ def test_a_vmapped_holder_of_distributions_reads_its_batch_from_its_children() -
     stacked = nd.Normal(means, 1.0).to_event(1)
     x = jnp.ones((5, 3))
     assert np.array_equal(independent.log_prob(x), stacked.log_prob(x))
+
+
+def test_an_eager_round_trip_never_asks_for_a_derivation() -> None:
+    """``_batch_check`` 18-20 (the rank of an event-shaped parameter, `Delta`'s ``v``, or of
+    one with an event rank of its own, ``scale_tril``, miscounted: every unflatten of such an
+    instance took the slow path of `batching.derive`, whose answer is the same). The censored
+    classes are the exception by design: numpyro gives their base its parent's rank."""
+    from stabledist._src import batching
+    from stabledist.testing import catalog
+
+    asked: list[str] = []
+    contributions = batching._contributions
+
+    def counting(state: Any, rule: Any, children: Any) -> Any:
+        asked.append(type(children).__name__)
+        return contributions(state, rule, children)
+
+    by_design = {"IntervalCensoredDistribution", "LeftCensoredDistribution",
+                 "RightCensoredDistribution"}
+    slow = []
+    batching._SHAPES.clear()  # derive's memo would answer without asking
+    try:
+        batching._contributions = counting
+        for name, build in sorted(catalog.all_builders()):
+            d = build(sd)
+            before = len(asked)
+            leaves, treedef = jax.tree_util.tree_flatten(d)
+            jax.tree_util.tree_unflatten(treedef, leaves)
+            if len(asked) > before and type(d).__name__ not in by_design:
+                slow.append(name)
+    finally:
+        batching._contributions = contributions
+    assert slow == []
+
