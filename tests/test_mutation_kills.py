@@ -936,3 +936,21 @@ def test_an_eager_round_trip_never_asks_for_a_derivation() -> None:
         batching._contributions = contributions
     assert slow == []
 
+
+
+def test_a_derived_attribute_reads_the_value_its_constructor_gave() -> None:
+    """``_build_stable_class`` 12 (a derived attribute bound under its function's name,
+    ``<lambda>``: the constructor's value, seeded under the attribute's name, was never read
+    and each instance computed another)."""
+    d = sd.Levy(0.0, 1.0)
+    support = d.support
+    assert CACHE.cached(d) == {"_support": support}  # numpyro's object, from the constructor
+
+
+def test_a_distribution_in_a_leaf_is_no_error() -> None:
+    """``_batch_check`` 48 (the generated unflatten's fallback for a leaf whose shape is no
+    sequence named an exception that does not exist): ``tree_map`` may put anything in a leaf,
+    ``jax.hessian`` with respect to a distribution puts distributions there."""
+    n = sd.Normal(jnp.zeros(3), 1.0)
+    nested = jax.tree.map(lambda _: n, n)
+    assert nested.loc is n and nested.batch_shape == (3,)
