@@ -954,3 +954,20 @@ def test_a_distribution_in_a_leaf_is_no_error() -> None:
     n = sd.Normal(jnp.zeros(3), 1.0)
     nested = jax.tree.map(lambda _: n, n)
     assert nested.loc is n and nested.batch_shape == (3,)
+
+
+def test_a_user_override_of_a_lazy_property_keeps_its_precedence() -> None:
+    """``_build_stable_class`` 46 (the lazy properties a stable class made from numpyro's were
+    not recorded as its own, so a user's subclass that overrides one with a plain property got
+    the stable base's instead)."""
+
+    class FixedCovariance(nd.MultivariateNormal):
+        @property
+        def covariance_matrix(self) -> Any:
+            return 7.0 * jnp.eye(2)  # not scale_tril's product: the user's own
+
+    stable = sd.stable_class(FixedCovariance)
+    upstream = FixedCovariance(jnp.zeros(2), scale_tril=jnp.eye(2))
+    d = stable(jnp.zeros(2), scale_tril=jnp.eye(2))
+    assert np.array_equal(upstream.covariance_matrix, 7.0 * jnp.eye(2))
+    assert np.array_equal(d.covariance_matrix, 7.0 * jnp.eye(2))
