@@ -971,3 +971,4 @@ def test_a_user_override_of_a_lazy_property_keeps_its_precedence() -> None:
     d = stable(jnp.zeros(2), scale_tril=jnp.eye(2))
     assert np.array_equal(upstream.covariance_matrix, 7.0 * jnp.eye(2))
     assert np.array_equal(d.covariance_matrix, 7.0 * jnp.eye(2))
+
