@@ -548,6 +548,15 @@ def test_an_assignment_to_a_distribution_in_a_list_field_drops_its_holders_value
     d.parts[1].loc = jnp.asarray(5.0)
     assert float(d.total) == 6.0
 
+    class Part(nd.Normal):  # a type no field has held yet: its kind is not memoized
+        pass
+
+    part = sd.make_stable(Part)
+    d = sd.make_stable(Total)([part(1.0, 1.0), part(2.0, 1.0)])
+    assert float(d.total) == 3.0
+    d.parts[0].loc = jnp.asarray(4.0)
+    assert float(d.total) == 6.0  # ``_nested_distributions`` 15: a new type's kind was skipped
+
 
 # ---- cache.py: what the run of 2026-11-26 (second session) left -----------------------------
 
@@ -972,3 +981,29 @@ def test_a_user_override_of_a_lazy_property_keeps_its_precedence() -> None:
     assert np.array_equal(upstream.covariance_matrix, 7.0 * jnp.eye(2))
     assert np.array_equal(d.covariance_matrix, 7.0 * jnp.eye(2))
 
+
+
+def test_export_writes_a_field_layout_for_stable_classes_and_a_value_for_own_flatten() -> None:
+    """``_build_stable_class`` 126, 128, 129 (``register_serialization`` told the wrong kind
+    of class: a class with its own ``tree_flatten`` encoded through a field table that does not
+    describe its aux data, or a stable class without its field layout, which is what makes a
+    changed layout fail clearly)."""
+
+    class Own(nd.Normal):
+        def tree_flatten(self) -> Any:
+            return (self.loc, self.scale), ("own", self.batch_shape)
+
+        @classmethod
+        def tree_unflatten(cls, aux_data: Any, params: Any) -> Any:
+            d = cls.__new__(cls)
+            d.__dict__.update(loc=params[0], scale=params[1],
+                              _batch_shape=tuple(aux_data[1]), _event_shape=())
+            return d
+
+    for d, written in ((sd.Normal(jnp.zeros(2), 1.0), b'"_batch_shape","_event_shape"'),
+                       (sd.make_stable(Own)(jnp.zeros(2), 1.0), b'"own"')):
+        exported = jax.export.export(jax.jit(lambda d: d.log_prob(jnp.ones(2))))(d)
+        blob = bytes(exported.serialize())
+        assert written in blob, type(d).__name__
+        np.testing.assert_array_equal(jax.export.deserialize(bytearray(blob)).call(d),
+                                      d.log_prob(jnp.ones(2)))
