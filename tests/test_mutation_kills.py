@@ -1007,3 +1007,25 @@ def test_export_writes_a_field_layout_for_stable_classes_and_a_value_for_own_fla
         assert written in blob, type(d).__name__
         np.testing.assert_array_equal(jax.export.deserialize(bytearray(blob)).call(d),
                                       d.log_prob(jnp.ones(2)))
+
+
+def test_a_numpyro_class_with_unknown_pytree_methods_is_refused_with_advice() -> None:
+    """``_own_pytree_methods`` 16, 18 (the advice garbled): a numpyro class that flattens
+    itself and is not in the fork's table of such classes must not be flattened wrongly."""
+
+    class Novel(nd.Normal):
+        __module__ = "numpyro.distributions.novel"  # as if numpyro had added it
+
+        def tree_flatten(self) -> Any:
+            return (self.loc, self.scale), None
+
+        @classmethod
+        def tree_unflatten(cls, aux_data: Any, params: Any) -> Any:
+            return cls(*params)
+
+    with pytest.raises(TypeError) as info:
+        sd.stable_class(Novel)
+    assert str(info.value) == (
+        f"numpyro.distributions.novel.{Novel.__qualname__} defines its own "
+        "tree_flatten/tree_unflatten, which stabledist does not know; please report this "
+        "numpyro class (new to stabledist) so that it can be covered")
