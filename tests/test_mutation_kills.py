@@ -1029,3 +1029,10 @@ def test_a_numpyro_class_with_unknown_pytree_methods_is_refused_with_advice() ->
         f"numpyro.distributions.novel.{Novel.__qualname__} defines its own "
         "tree_flatten/tree_unflatten, which stabledist does not know; please report this "
         "numpyro class (new to stabledist) so that it can be covered")
+
+
+def test_stable_class_refuses_what_is_not_a_distribution_class() -> None:
+    """``stable_class`` 10 (the error without its message)."""
+    with pytest.raises(TypeError) as info:
+        sd.stable_class(int)
+    assert str(info.value) == "<class 'int'> is not a numpyro Distribution subclass"
