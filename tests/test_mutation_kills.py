@@ -1036,3 +1036,19 @@ def test_stable_class_refuses_what_is_not_a_distribution_class() -> None:
     with pytest.raises(TypeError) as info:
         sd.stable_class(int)
     assert str(info.value) == "<class 'int'> is not a numpyro Distribution subclass"
+
+
+def test_a_user_class_with_a_plain_mixin_gets_a_stable_class() -> None:
+    """``stable_class`` 20 (bases that are not distributions were mirrored too, and refused)."""
+
+    class Describe:
+        def describe(self) -> str:
+            return f"normal at {float(self.loc)}"  # type: ignore[attr-defined]
+
+    class Described(Describe, nd.Normal):
+        pass
+
+    stable = sd.stable_class(Described)
+    d = stable(1.5, 1.0)
+    assert isinstance(d, Describe) and isinstance(d, sd.Normal)
+    assert d.describe() == "normal at 1.5"
