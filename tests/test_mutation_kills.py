@@ -913,7 +913,8 @@ def test_a_vmapped_holder_of_distributions_reads_its_batch_from_its_children() -
     assert np.array_equal(independent.log_prob(x), stacked.log_prob(x))
 
 
-def test_an_eager_round_trip_never_asks_for_a_derivation() -> None:
+def test_an_eager_round_trip_never_asks_for_a_derivation(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """``_batch_check`` 18-20 (the rank of an event-shaped parameter, `Delta`'s ``v``, or of
     one with an event rank of its own, ``scale_tril``, miscounted: every unflatten of such an
     instance took the slow path of `batching.derive`, whose answer is the same). The censored
@@ -932,17 +933,14 @@ def test_an_eager_round_trip_never_asks_for_a_derivation() -> None:
                  "RightCensoredDistribution"}
     slow = []
     batching._SHAPES.clear()  # derive's memo would answer without asking
-    try:
-        batching._contributions = counting
-        for name, build in sorted(catalog.all_builders()):
-            d = build(sd)
-            before = len(asked)
-            leaves, treedef = jax.tree_util.tree_flatten(d)
-            jax.tree_util.tree_unflatten(treedef, leaves)
-            if len(asked) > before and type(d).__name__ not in by_design:
-                slow.append(name)
-    finally:
-        batching._contributions = contributions
+    monkeypatch.setattr(batching, "_contributions", counting)
+    for name, build in sorted(catalog.all_builders()):
+        d = build(sd)
+        before = len(asked)
+        leaves, treedef = jax.tree_util.tree_flatten(d)
+        jax.tree_util.tree_unflatten(treedef, leaves)
+        if len(asked) > before and type(d).__name__ not in by_design:
+            slow.append(name)
     assert slow == []
 
 
