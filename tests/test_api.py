@@ -282,3 +282,28 @@ def test_a_numpyro_style_subclass_warns_no_more_than_numpyro():
         Strings(jnp.ones(2))
         with sd.stable_internals():
             assert sd.is_stable(Upstream(jnp.ones(2)))
+
+
+def test_jax_export_works_whatever_was_imported_first():
+    """Before jax 0.8, ``import jax`` does not import ``jax.export``: stabledist imports it to
+    register its classes, so a script that imports stabledist and only later ``jax.export``
+    can serialize distributions too (a fresh process: this one has imported it already)."""
+    pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import stabledist as sd
+        import jax, jax.numpy as jnp
+        import jax.export
+
+        d = sd.Normal(jnp.zeros(2), 1.0)
+        exported = jax.export.export(jax.jit(lambda d: d.log_prob(jnp.ones(2))))(d)
+        loaded = jax.export.deserialize(exported.serialize())
+        assert (loaded.call(d) == d.log_prob(jnp.ones(2))).all()
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -58,8 +58,15 @@ PREFIX = "stabledist:"
 _FORMAT = 1  # the version of the encoding below, written with every distribution's aux data
 _ABSENT = "<absent>"  # the last aux entry of a table-layout class: names of unset fields
 
+
+try:  # imported by name: `import jax` imports it from jax 0.8 on, not before (jax 0.7 needs
+    # it, or registration would depend on whether the user imported jax.export first)
+    import jax.export as _jax_export
+except ImportError:  # pragma: no cover - a JAX without jax.export
+    _jax_export = None
+
 _register_node: Callable[..., Any] | None = getattr(
-    getattr(jax, "export", None), "register_pytree_node_serialization", None
+    _jax_export, "register_pytree_node_serialization", None
 )
 
 
