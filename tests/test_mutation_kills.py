@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import gc
 import pickle
+import subprocess
+import sys
+import textwrap
 import warnings
 from typing import Any, ClassVar
 
@@ -986,6 +989,7 @@ def test_export_writes_a_field_layout_for_stable_classes_and_a_value_for_own_fla
     of class: a class with its own ``tree_flatten`` encoded through a field table that does not
     describe its aux data, or a stable class without its field layout, which is what makes a
     changed layout fail clearly)."""
+    import jax.export  # a submodule to import before jax 0.8
 
     class Own(nd.Normal):
         def tree_flatten(self) -> Any:
@@ -1063,3 +1067,120 @@ def test_stable_classes_live_in_stabledists_modules_and_users_in_theirs() -> Non
         pass
 
     assert sd.stable_class(Mine).__module__ == __name__
+
+
+def test_stable_classes_carry_their_upstreams_docstring() -> None:
+    """``stable_class`` 43, 44 (the mirror without ``__doc__``: ``sd.Normal.__doc__`` was
+    ``None``, which ``help``, IDEs and the API docs read)."""
+    public = [n for n in nd.__all__ if isinstance(getattr(nd, n), type) and n != "Distribution"]
+    assert [n for n in public if getattr(sd, n).__doc__ != getattr(nd, n).__doc__] == []
+    assert any(getattr(nd, n).__doc__ for n in public)  # (numpyro 0.21's Normal has none)
+
+    class Mine(nd.Normal):
+        """A user's normal."""
+
+    assert sd.stable_class(Mine).__doc__ == "A user's normal."
+
+
+def test_factories_live_in_stabledist_and_pickle_by_name() -> None:
+    """``wrap_factory`` 1, 2 (the wrapped factory's ``__module__`` lost: pickle, which
+    ``multiprocessing`` and ``cloudpickle`` use to send a factory, finds it by module and name)."""
+    for name in ("TruncatedNormal", "TruncatedCauchy", "TruncatedDistribution"):
+        factory = getattr(sd, name)
+        assert factory.__module__ == "stabledist", name
+        assert pickle.loads(pickle.dumps(factory)) is factory, name
+
+
+def test_import_leaves_user_classes_defined_before_it_alone() -> None:
+    """``mirror_all`` 5 (import walked every subclass of numpyro's ``Distribution``, not
+    numpyro's alone: a user's class defined before ``import stabledist`` was mirrored then, so
+    one that needs ``hybrid=`` made the import raise). In a fresh process: the user's module
+    comes first, as in a script that imports stabledist late."""
+    script = textwrap.dedent("""
+        import numpyro.distributions as nd
+
+        class Flagged(nd.Normal):
+            pytree_data_fields = ("flag",)
+            pytree_aux_fields = ("flag",)
+
+            def __init__(self, loc, scale, flag):
+                self.flag = flag
+                super().__init__(loc, scale)
+
+        import stabledist as sd
+
+        stable = sd.make_stable(Flagged, hybrid={"flag": lambda d, v: isinstance(v, bool)})
+        assert stable(0.0, 1.0, True).flag is True
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_the_trace_state_test_reads_jaxs_own_state_on_supported_releases() -> None:
+    """``_top_level_state`` 2, 3, 7-10, 13, 14, 16, 18-21 (the fast eager test switched off:
+    every miss would ask jax's two Python properties, ~0.2 us more, with the same values). From
+    jax 0.8 on, the pieces are jax's own state objects; a release that moves them fails here,
+    before users pay for it. Either way the test agrees with jax's."""
+    from jax._src import core
+
+    from stabledist._src import cache
+
+    strong, eval_trace, axis, top_axis_env = cache._TOP_LEVEL
+    if jax.__version_info__ >= (0, 8):
+        assert strong is core.trace_state_strong_ref and eval_trace is core.eval_trace
+        assert axis is core.axis_env_state and top_axis_env is core.top_axis_env
+    else:  # jax 0.7 (with numpyro 0.21) keeps it elsewhere: always the general path
+        assert isinstance(strong, cache._NeverTopLevel)
+    seen: list[tuple[bool, bool]] = []
+
+    def probe(x: jax.Array) -> jax.Array:
+        seen.append((cache._is_top_level(), core.trace_ctx.is_top_level()))
+        return x
+
+    probe(jnp.ones(()))
+    jax.jit(probe)(jnp.ones(()))
+    jax.vmap(probe)(jnp.ones(2))
+    assert seen == [(True, True), (False, False), (False, False)]
+
+
+def test_a_lazy_value_that_is_not_an_array_is_cached_as_numpyro_caches_it() -> None:
+    """``LazyValueCache._reader_factory`` 28, 31 (a value of a type other than arrays and
+    numbers, such as a tuple or a constraint, was returned uncached on the first-read path:
+    recomputed, a new object at each read, where numpyro's is computed once)."""
+    calls: list[str] = []
+
+    class Bounded(nd.Normal):
+        @lazy_property
+        def bounds(self) -> tuple[Any, Any]:
+            calls.append("bounds")
+            return (self.loc - 3 * self.scale, self.loc + 3 * self.scale)
+
+    for cls in (Bounded, sd.make_stable(Bounded)):
+        calls.clear()
+        d = cls(0.5, 1.0)
+        assert d.bounds is d.bounds and calls == ["bounds"], cls
+    assert list(CACHE.cached(d)) == ["bounds"]
+
+
+def test_a_first_read_by_an_instance_without_weak_references_names_the_problem() -> None:
+    """``LazyValueCache._reader_factory`` 7 (the first-read path lost its checked owner: a
+    class whose ``__slots__`` leave out ``__weakref__`` got "'NoneType' object is not
+    callable" instead of the reason its values cannot be cached)."""
+
+    class Slotted:
+        __slots__ = ("x",)
+
+        def __init__(self) -> None:
+            self.x = 2.0
+
+        @sd.cached_lazy_property
+        def doubled(self) -> float:
+            return 2 * self.x
+
+    with pytest.raises(TypeError) as info:
+        Slotted().doubled  # noqa: B018 - the read is the test
+    assert str(info.value) == (
+        "Slotted instances cannot be weakly referenced (a __slots__ without '__weakref__'?), "
+        "so their lazy values cannot be cached externally")
