@@ -1165,9 +1165,9 @@ def test_a_lazy_value_that_is_not_an_array_is_cached_as_numpyro_caches_it() -> N
 
 
 def test_a_first_read_by_an_instance_without_weak_references_names_the_problem() -> None:
-    """``LazyValueCache._reader_factory`` 7 (the first-read path lost its checked owner: a
-    class whose ``__slots__`` leave out ``__weakref__`` got "'NoneType' object is not
-    callable" instead of the reason its values cannot be cached)."""
+    """``LazyValueCache._reader_factory`` 7, 50, 51, 53 (the first-read path lost its checked
+    owner or called it wrongly: a class whose ``__slots__`` leave out ``__weakref__`` got an
+    unrelated error instead of the reason its values cannot be cached)."""
 
     class Slotted:
         __slots__ = ("x",)
