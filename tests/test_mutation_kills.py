@@ -1165,7 +1165,7 @@ def test_a_lazy_value_that_is_not_an_array_is_cached_as_numpyro_caches_it() -> N
 
 
 def test_a_first_read_by_an_instance_without_weak_references_names_the_problem() -> None:
-    """``LazyValueCache._reader_factory`` 7, 50, 51, 53 (the first-read path lost its checked
+    """``LazyValueCache._reader_factory`` 7, 50, 51, 53, 54 (the first-read path lost its checked
     owner or called it wrongly: a class whose ``__slots__`` leave out ``__weakref__`` got an
     unrelated error instead of the reason its values cannot be cached)."""
 
@@ -1184,3 +1184,29 @@ def test_a_first_read_by_an_instance_without_weak_references_names_the_problem()
     assert str(info.value) == (
         "Slotted instances cannot be weakly referenced (a __slots__ without '__weakref__'?), "
         "so their lazy values cannot be cached externally")
+
+
+def test_a_constructor_that_reads_then_seeds_then_assigns_keeps_what_it_seeded() -> None:
+    """``LazyValueCache._reader_factory`` 57 (an owner made by a first read counted as
+    settled: a constructor that reads a lazy value, then sets another, then assigns a field
+    lost the value it set, recomputed later as the property's default). numpyro keeps it."""
+
+    class Given(nd.Normal):
+        def __init__(self, loc: Any, scale: Any) -> None:
+            super().__init__(loc, scale)
+            assert float(self.doubled) == 2 * float(loc)  # a first read, mid-construction
+            self.given = jnp.asarray(1.0)  # a lazy value set by the constructor (seeded)
+            self.loc = self.loc + 1.0  # a field assigned afterwards
+
+        @lazy_property
+        def doubled(self) -> jax.Array:
+            return 2 * self.loc
+
+        @lazy_property
+        def given(self) -> jax.Array:
+            return jnp.asarray(2.0)
+
+    theirs, ours = Given(0.5, 1.0), sd.make_stable(Given)(0.5, 1.0)
+    assert float(theirs.given) == float(ours.given) == 1.0
+    # the value read before the assignment: numpyro's stays stale, stabledist's follows it
+    assert float(theirs.doubled) == 1.0 and float(ours.doubled) == 3.0

@@ -495,7 +495,6 @@ class cached_lazy_property(property, _numpyro_lazy_property, Generic[T]):  # noq
 
     def _bind(self, name: str) -> None:
         self.name = name
-        self._values = CACHE.table(name)
         read = CACHE.reader(name, self)
 
         def given(instance: Any, value: Any) -> None:
