@@ -1210,3 +1210,30 @@ def test_a_constructor_that_reads_then_seeds_then_assigns_keeps_what_it_seeded()
     assert float(theirs.given) == float(ours.given) == 1.0
     # the value read before the assignment: numpyro's stays stale, stabledist's follows it
     assert float(theirs.doubled) == 1.0 and float(ours.doubled) == 3.0
+
+
+def test_a_cached_lazy_property_reads_like_the_function_it_wraps() -> None:
+    """``cached_lazy_property._bind`` (before the edit of this run) 21, 24 (a wrapped callable
+    without ``__annotations__``, such as an object with ``__call__``, failed at class
+    creation), 27 (type hints no longer resolved in the wrapped function's module), 32, 36
+    (the docstring lost, which ``help`` and the API docs show)."""
+    import typing
+
+    class Twice:
+        def __call__(self, d: Any) -> Any:
+            return 2 * d.loc
+
+    class Annotated(sd.Normal):
+        @sd.cached_lazy_property
+        def doubled(self) -> jax.Array:
+            """Twice the location."""
+            return 2 * self.loc
+
+        twice = sd.cached_lazy_property(Twice(), "twice")
+
+    getter = Annotated.__dict__["doubled"]
+    assert getter.__doc__ == "Twice the location."
+    # (this module's annotations are strings: resolved in the function's globals)
+    assert typing.get_type_hints(getter.fget) == {"return": jax.Array}
+    d = Annotated(1.5, 1.0)
+    assert float(d.doubled) == float(d.twice) == 3.0
