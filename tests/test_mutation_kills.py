@@ -1099,18 +1099,14 @@ def test_import_leaves_user_classes_defined_before_it_alone() -> None:
     script = textwrap.dedent("""
         import numpyro.distributions as nd
 
-        class Flagged(nd.Normal):
-            pytree_data_fields = ("flag",)
-            pytree_aux_fields = ("flag",)
-
-            def __init__(self, loc, scale, flag):
-                self.flag = flag
-                super().__init__(loc, scale)
+        class Flagged(nd.Normal):  # a field both data and aux: stabledist needs `hybrid=`
+            pytree_data_fields = pytree_aux_fields = ("flag",)
+            flag = True
 
         import stabledist as sd
 
         stable = sd.make_stable(Flagged, hybrid={"flag": lambda d, v: isinstance(v, bool)})
-        assert stable(0.0, 1.0, True).flag is True
+        assert stable(0.0, 1.0).flag is True
         print("ok")
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
