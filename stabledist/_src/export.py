@@ -58,9 +58,9 @@ PREFIX = "stabledist:"
 _FORMAT = 1  # the version of the encoding below, written with every distribution's aux data
 _ABSENT = "<absent>"  # the last aux entry of a table-layout class: names of unset fields
 
-
-try:  # imported by name: `import jax` imports it from jax 0.8 on, not before (jax 0.7 needs
-    # it, or registration would depend on whether the user imported jax.export first)
+# `import jax` imports jax.export from jax 0.8 on only: imported here, so that with jax 0.7
+# registration does not depend on whether the user's script imported it before stabledist
+try:
     import jax.export as _jax_export
 except ImportError:  # pragma: no cover - a JAX without jax.export
     _jax_export = None
