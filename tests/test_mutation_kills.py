@@ -1083,7 +1083,7 @@ def test_stable_classes_carry_their_upstreams_docstring() -> None:
 
 
 def test_factories_live_in_stabledist_and_pickle_by_name() -> None:
-    """``wrap_factory`` 1, 2 (the wrapped factory's ``__module__`` lost: pickle, which
+    """``wrap_factory`` 1-3 (the wrapped factory's ``__module__`` lost: pickle, which
     ``multiprocessing`` and ``cloudpickle`` use to send a factory, finds it by module and name)."""
     for name in ("TruncatedNormal", "TruncatedCauchy", "TruncatedDistribution"):
         factory = getattr(sd, name)
