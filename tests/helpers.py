@@ -1,5 +1,6 @@
 """Shared test data: the public distribution names of the installed numpyro, the catalog's
-builders, and which distribution class a test exercises (how pytest-xdist groups tests).
+builders, which distribution class a test exercises (how pytest-xdist groups tests), and a
+fresh process to run a script in.
 Imported by the test modules as ``from helpers import ...`` (tests/ is on ``sys.path``:
 pytest's rootdir-relative import of ``tests/conftest.py`` puts it there), so no test imports
 from ``conftest``."""
@@ -7,6 +8,9 @@ from ``conftest``."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import textwrap
 
 import numpyro.distributions as nd
 
@@ -43,3 +47,13 @@ def worker_group(nodeid: str) -> str:
 
 __all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "class_group", "nd", "sd",
            "worker_group"]
+
+
+def run_fresh(script: str) -> str:
+    """Run ``script`` (dedented) in a new Python process and return what it printed: for what
+    depends on import order or on modules this process has imported already. Fails with the
+    child's error output if it exits with an error."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
