@@ -8,10 +8,12 @@ from the wheel (the stubs, py.typed), an import-time dependency not declared in 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tarfile
 import textwrap
+import tomllib
 import venv
 import zipfile
 from pathlib import Path
@@ -98,3 +100,39 @@ def test_wheel_runs_a_model_in_a_fresh_venv(dist_dir: Path, tmp_path: Path) -> N
     assert run.stdout.strip().endswith("OK"), run.stdout
     # Without the `testing` extra, the error says how to get hypothesis.
     assert "stabledist[testing]" in run.stdout, run.stdout
+
+
+def _extras() -> dict[str, list[str]]:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["optional-dependencies"]
+
+
+def _brings(extra: str) -> set[str]:
+    """The distributions ``pip install "stabledist[extra]"`` adds, self-references followed."""
+    names: set[str] = set()
+    for requirement in _extras()[extra]:
+        name = re.match(r"[A-Za-z0-9_.-]+", requirement)[0]  # type: ignore[index]
+        if name == "stabledist":
+            for inner in re.search(r"\[(.*?)\]", requirement)[1].split(","):  # type: ignore[index]
+                names |= _brings(inner.strip())
+        else:
+            names.add(name.lower())
+    return names
+
+
+def test_extras_bring_what_the_docs_say() -> None:
+    """The README and the guides name extras; each exists and brings what they promise."""
+    assert "flatbuffers" in _brings("export")  # Exported.serialize() imports it
+    assert {"orbax-checkpoint", "optax"} <= _brings("checkpoints")  # the checkpoint example
+    assert "hypothesis" in _brings("testing")  # check_stable and the strategies
+    user_facing = _brings("testing") | _brings("export") | _brings("checkpoints")
+    assert _brings("all") == user_facing
+    assert "flatbuffers" in _brings("test")  # tests/test_export.py serializes
+
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for match in re.finditer(r"(?:stabledist|\.)\[([\w,-]+)\]", text):
+            for extra in match[1].split(","):
+                where = page.relative_to(ROOT)
+                assert extra in _extras(), f"{where} names a missing extra {extra!r}"
