@@ -3,7 +3,7 @@ user's file (tests/typecheck/user_code.py), see numpyro's signatures through sta
 
 The checkers run in subprocesses on the source tree (`extraPaths` / `MYPYPATH`), as they
 would on a user's project with stabledist installed. mypy needs `follow_untyped_imports`
-because numpyro ships no py.typed marker (see the README).
+because numpyro ships no py.typed marker (see docs/getting-started.md, "Install").
 """
 
 from __future__ import annotations
