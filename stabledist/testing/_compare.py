@@ -19,6 +19,7 @@ from numpyro.distributions import constraints as C  # noqa: N812 - constraint na
 
 from stabledist._src.fork import upstream_class
 from stabledist._src.introspect import lazy_names
+from stabledist.testing._twin import numpyro_twin, upstream_lazy_names
 
 __all__ = ["Outcome", "StabilityError", "attempt", "describe", "destabilize", "same_outcome",
            "stack", "valid_value"]
@@ -101,10 +102,15 @@ def same_outcome(what: str, d: Any, label: str, ours: Outcome, theirs: Outcome) 
     """numpyro's outcome decides: where numpyro returns, stabledist must return (then this is
     ``True`` and the caller compares the values); where numpyro raises, stabledist raises the
     same exception type (``False``: nothing more to compare), unless the class is one of
-    `NUMPYRO_FAILS` (stabledist's improvement: ``True``, its value checked by the caller)."""
+    `NUMPYRO_FAILS` (stabledist's improvement: ``True``, its value checked by the caller) or
+    numpyro's run leaked a tracer (``False``). A leak of stabledist's always fails."""
     if ours.error is not None and _is_leak(ours.error):  # never excused by numpyro's leaking
         raise _fail(what, d, f"{label}: a tracer leaked: {_error_text(ours.error)}") \
             from ours.error
+    if theirs.error is not None and _is_leak(theirs.error) and ours.ok:
+        # numpyro's run leaked where stabledist's did not (a user's class caching by hand in
+        # __dict__ keeps a tracer there upstream): no values to compare, and no failure of ours
+        return False
     if theirs.ok:
         if not ours.ok:
             raise _fail(what, d, f"{label}: stabledist raises {_error_text(ours.error)} where "
@@ -313,7 +319,7 @@ def reference(d: Any, key: jax.Array | None = None, value: Any = None) -> Refere
     names, lazies = [], {}
     # the lazy values numpyro's class has too (not the attributes stabledist derives from the
     # leaves where numpyro's round trip drops them, such as Levy's support)
-    upstream_lazy = set(lazy_names(upstream_class(type(d))))
+    upstream_lazy = set(upstream_lazy_names(type(d)))
     for n in (n for n in lazy_names(d) if n in upstream_lazy):
         try:
             v = getattr(d, n)
@@ -391,12 +397,16 @@ def _stack_leaves(*xs: Any) -> jax.Array:
 
 
 def destabilize(value: Any) -> Any:
-    """Return the upstream (numpyro or user) twin of a stable distribution.
+    """Return the numpyro twin of a stable distribution: what numpyro computes for it.
 
-    Same ``__dict__``, its upstream class, nested distributions converted too. Other values
-    come back unchanged."""
+    Same ``__dict__``, in the class that runs the same code on numpyro's base: numpyro's
+    class for stabledist's own, the wrapped class for one made by `stabledist.make_stable`,
+    and for a user's class written on a stable base that class's own body on numpyro's base
+    (never its parent, which lacks what the class adds). Nested distributions are converted
+    too; other values come back unchanged. Raises `TypeError` (``NoNumpyroTwin``) naming the
+    reason when a user's class has no faithful twin."""
     if isinstance(value, nd.Distribution):
-        cls = upstream_class(type(value))
+        cls = numpyro_twin(type(value))
         twin = cast(Any, cls).__new__(cls)
         vars(twin).update({k: destabilize(v) for k, v in vars(value).items()})
         return twin

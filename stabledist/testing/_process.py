@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import io
 import os
 import pickle
 import random
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import threading
 import traceback
+import types
 import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -156,19 +158,56 @@ def _worker_main() -> None:  # pragma: no cover - runs in the worker process
         stdout.flush()
 
 
-def _transportable(subject: Any, d: Any) -> tuple[str, Any] | None:
-    """What to send to a worker: a spec (rebuilt there), a factory, or the pickled instance."""
+class _MainFinder(pickle.Pickler):
+    """A pickler that notes the classes and functions of ``__main__`` it pickles by name: the
+    workers are fresh interpreters whose ``__main__`` is not the script being run, so such a
+    pickle loads here and fails there."""
+
+    def __init__(self, file: Any) -> None:
+        super().__init__(file)
+        self.from_main: list[str] = []
+
+    def persistent_id(self, obj: Any) -> None:  # called for every object pickled
+        if isinstance(obj, type | types.FunctionType) and obj.__module__ == "__main__":
+            self.from_main.append(obj.__qualname__)
+
+
+def _pickled(payload: Any) -> tuple[bytes, list[str]]:
+    """``payload`` pickled, and the names of ``__main__`` it refers to."""
+    buffer = io.BytesIO()
+    pickler = _MainFinder(buffer)
+    pickler.dump(payload)
+    return buffer.getvalue(), pickler.from_main
+
+
+def _transportable(subject: Any, d: Any) -> tuple[str, Any] | str:
+    """What to send to a worker: a spec (rebuilt there), a factory, or the pickled instance;
+    else why none of them can be sent."""
+    from_main: list[str] = []
     for kind, payload in (("spec", subject if isinstance(subject, DistSpec) else None),
                           ("factory", subject if callable(subject) else None), ("instance", d)):
         if payload is None:
             continue
         try:
-            blob = pickle.dumps((kind, payload))
+            blob, names = _pickled((kind, payload))
             pickle.loads(blob)
         except Exception:
             continue
+        if names:
+            from_main += names
+            continue
         return kind, blob
-    return None
+    if from_main:
+        *rest, last = dict.fromkeys(from_main)
+        names = f"{', '.join(rest)} and {last} are" if rest else f"{last} is"
+        factory = getattr(subject, "__name__", "make") if callable(subject) else "make"
+        return (f"{names} defined in __main__ (the script being run), which the worker "
+                "processes (fresh Python processes) cannot import: move the class and its "
+                "factory into a module the script imports, or leave the property out: "
+                f"check_stable({factory}, properties=[p for p in PROPERTIES if p != "
+                "'hash_seed'])")
+    return ("neither the distribution nor its factory pickles: define the class and the "
+            "factory at module level (a lambda or a local function cannot be sent)")
 
 
 def check_hash_seed(d: Any, subject: Any = None, seeds: Sequence[int] = HASH_SEEDS) -> None:
@@ -181,18 +220,17 @@ def check_hash_seed(d: Any, subject: Any = None, seeds: Sequence[int] = HASH_SEE
     importable by reference (then the worker constructs it) or, by default, ``d`` pickled.
     """
     sent = _transportable(subject, d)
-    if sent is None:
-        raise _fail("hash_seed", d, "cannot send the distribution to another process: neither "
-                                    "it nor its factory pickles (define the factory or class "
-                                    "at module level)")
+    if isinstance(sent, str):
+        raise _fail("hash_seed", d, f"cannot send the distribution to another process: {sent}")
     kind, blob = sent
     start_hash_seed_workers(seeds)
     ours = _portable_layout(d)
     answers = {s: _workers[s].ask(blob) for s in seeds}
     for s, (status, theirs) in answers.items():
         if status != "ok":
-            raise _fail("hash_seed", d, f"worker with PYTHONHASHSEED={s} failed ({kind}):\n"
-                                        f"{theirs}")
+            last = theirs.strip().splitlines()[-1] if theirs.strip() else "no message"
+            raise _fail("hash_seed", d, f"the worker with PYTHONHASHSEED={s} could not rebuild "
+                                        f"the distribution from its {kind}: {last}")
         if theirs[1] != ours[1]:
             raise _fail("hash_seed", d, f"leaf order differs with PYTHONHASHSEED={s}:\n"
                                         f"    here  {ours[1]}\n    there {theirs[1]}")
@@ -287,11 +325,18 @@ def _release_window(factory: Callable[[], Any], cycles: int, rebuild: bool) -> N
     gc.collect(1)
     after = CACHE.info()
     alive = sum(r() is not None for r in refs)
-    if after != before or alive:
+    if alive == 1 and refs[0]() is not None:  # the factory's own instance, nothing else
         raise StabilityError(
-            f"[release] {name}: after {cycles} create/access/drop cycles the cache holds "
-            f"{after} (before: {before}, with one live instance: {peak}); {alive} sampled "
-            "instances are still alive"
+            f"[release] {name}: the instance the factory returned is still alive after the "
+            "check dropped it: something else keeps it (a factory that returns an object it "
+            "also stores, such as a global or a cached instance), so whether its cache entries "
+            "are released cannot be checked; let the factory build a new instance per call")
+    if after != before or alive:
+        cache = (f"the cache holds {after} (before: {before}, with one live instance: "
+                 f"{peak})" if after != before else "the cache is as before")
+        raise StabilityError(
+            f"[release] {name}: after {cycles} create/access/drop cycles {cache}; {alive} of "
+            f"the {len(refs)} instances watched are still alive"
         )
     COVERAGE.record("release", name)
 
@@ -367,14 +412,23 @@ def check_threads(factory: Callable[[], Any], n_threads: int = 4,
             desc.wrapped = original
     if errors:
         raise errors[0]
+    _agree(d, twin, names, results, counts, n_threads)
+    COVERAGE.record("threads", d)
+
+
+def _agree(d: Any, twin: Any, names: Sequence[str], results: list[dict[str, Any]],
+           counts: dict[str, int], n_threads: int) -> None:
+    """The threads' reads of ``d`` agree with each other (one object per cached value, each
+    computed once) and with ``twin``'s."""
     cached = CACHE.cached(d) if stabledist.is_stable(d) else {}
     for n in names:
         outcomes = [r[n] for r in results]
         first = outcomes[0]
         for other in outcomes[1:]:
-            if other[:2] != first[:2] and (other[0] != "ok" or first[0] != "ok"):
-                raise _fail("threads", d, f"{n}: threads disagree: {first[:2]} vs "
-                                          f"{other[:2]}")
+            # statuses and error types only: values are arrays, compared below
+            if other[0] != first[0] or (first[0] == "error" and other[1] != first[1]):
+                raise _fail("threads", d, f"{n}: threads disagree: {_shown(first)} vs "
+                                          f"{_shown(other)}")
             if first[0] == "ok" and other[1] is not first[1]:
                 if n in cached or not stabledist.is_stable(d):
                     raise _fail("threads", d, f"{n}: threads got different objects")
@@ -386,7 +440,10 @@ def check_threads(factory: Callable[[], Any], n_threads: int = 4,
         theirs = attempt(lambda n=n: getattr(twin, n))
         if same_outcome("threads", d, n, ours, theirs) and theirs.ok:
             _assert_close("threads", d, n, ours.value, theirs.value, exact=True)
-    COVERAGE.record("threads", d)
+
+
+def _shown(outcome: tuple[Any, ...]) -> str:
+    return "a value" if outcome[0] == "ok" else f"raises {outcome[1]}"
 
 
 def _descriptor(cls: type, name: str) -> Any:

@@ -35,7 +35,7 @@ from jax.sharding import PartitionSpec
 from stabledist._src.cache import CACHE
 from stabledist._src.fork import upstream_class
 from stabledist._src.hoisting import hoisting_mode
-from stabledist._src.introspect import class_attribute
+from stabledist._src.introspect import class_attribute, lazy_names
 from stabledist.testing._compare import (
     COMPILER_OPTIONS,
     COVERAGE,
@@ -59,6 +59,7 @@ from stabledist.testing._compare import (
     valid_value,
 )
 from stabledist.testing._spec import user_value
+from stabledist.testing._twin import twin_or_reason
 
 __all__ = [
     "HOISTING_TRANSFORMS",
@@ -101,6 +102,12 @@ def check_round_trip(d: Any, key: jax.Array | None = None, upstream: Any | None 
     if type(e) is not type(d):
         raise _fail("round_trip", d, f"unflatten gave a {type(e).__name__}")
     _assert_same_leaves("round_trip", d, e, "round trip")
+    dropped = sorted(set(vars(d)) - set(vars(e)) - set(lazy_names(d)))
+    if dropped:  # what numpyro's unflatten drops too, silently: the classic own-class mistake
+        raise _fail("round_trip", d, f"tree_unflatten drops attribute(s) {dropped}: they are "
+                    "not pytree fields, so jit, vmap, scan, ... lose them; declare them in "
+                    "arg_constraints or pytree_data_fields (arrays, distributions) or "
+                    "pytree_aux_fields (static values)")
     for a, b in zip(leaves, jax.tree_util.tree_leaves(e)):
         if a is not b:
             raise _fail("round_trip", d, "unflatten copied a leaf instead of keeping it")
@@ -537,13 +544,14 @@ def parametrizations(cls: type) -> tuple[str, ...]:
     Optional (``None`` default) parameters with an ``arg_constraints`` entry, less the ones
     `NOT_PARAMETRIZATIONS` lists (optional, but not an alternative).
     Empty when there are fewer than two."""
-    base = upstream_class(cls)
-    constraints = getattr(base, "arg_constraints", {})
+    # the class's own constructor and constraints (a user's subclass may add or change
+    # them); the exceptions are numpyro's, looked up by the numpyro class it derives from
+    constraints = getattr(cls, "arg_constraints", {})
     try:
-        params = inspect.signature(base.__init__).parameters.values()
+        params = inspect.signature(cls.__init__).parameters.values()
     except (TypeError, ValueError):  # pragma: no cover - a C-implemented __init__
         return ()
-    skip = NOT_PARAMETRIZATIONS.get(base.__name__, {})
+    skip = NOT_PARAMETRIZATIONS.get(upstream_class(cls).__name__, {})
     names = tuple(p.name for p in params
                   if p.default is None and p.name in constraints and p.name not in skip)
     return names if len(names) > 1 else ()
@@ -587,16 +595,7 @@ def check_parametrizations(d: Any, kwargs: dict[str, Any] | None = None) -> None
                 raise ValueError(f"cannot recover {cls.__name__}'s argument {p.name!r} from "
                                  "the instance: pass kwargs=")
     base = {k: v for k, v in kwargs.items() if k not in alternatives}
-    upstream = upstream_class(cls)
-    built: dict[str, Any] = {}
-    theirs: dict[str, Any] = {}
-    for alt in alternatives:
-        try:
-            value = getattr(d, alt)
-        except UNSUPPORTED:
-            continue
-        built[alt] = cls(**base, **{alt: value})
-        theirs[alt] = upstream(**{k: destabilize(v) for k, v in base.items()}, **{alt: value})
+    built, theirs = _built_through(d, alternatives, base)
     if len(built) < 2:
         raise _fail("parametrizations", d, f"fewer than two of {alternatives} could be built")
     (first_alt, first), *others = built.items()
@@ -624,6 +623,26 @@ def check_parametrizations(d: Any, kwargs: dict[str, Any] | None = None) -> None
         pred = bool(_scalar(jax.tree_util.tree_leaves(first)) > 0)
         _assert_same_leaves("parametrizations", first if pred else ds[1], chosen, "cond result")
     COVERAGE.record("parametrizations", d)
+
+
+def _built_through(d: Any, alternatives: tuple[str, ...],
+                   base: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """For each alternative keyword ``d`` can read: ``d``'s class built through it, and its
+    numpyro twin built through it (without a twin, the stable class again: its own eager
+    values are the reference)."""
+    cls = type(d)
+    twin, _ = twin_or_reason(cls)
+    upstream, convert = (cls, lambda v: v) if twin is None else (twin, destabilize)
+    built: dict[str, Any] = {}
+    theirs: dict[str, Any] = {}
+    for alt in alternatives:
+        try:
+            value = getattr(d, alt)
+        except UNSUPPORTED:
+            continue
+        built[alt] = cls(**base, **{alt: value})
+        theirs[alt] = upstream(**{k: convert(v) for k, v in base.items()}, **{alt: value})
+    return built, theirs
 
 
 def _assert_same_leaves_layout(d: Any, a: Any, b: Any, label: str) -> None:
