@@ -12,6 +12,7 @@ import platform
 import re
 import subprocess
 import sys
+import sysconfig
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -38,11 +39,49 @@ def configure(device: str, host_devices: int) -> None:
 
 def subprocess_env() -> dict[str, str]:
     """This process's environment, with the repository root importable (for
-    ``python -m benchmarks.<module>`` children started from any directory)."""
+    ``python -m benchmarks.<module>`` children started from any directory).
+
+    On a GPU this process already holds JAX's preallocated 75% of the device memory, and two
+    children may run at once (the memory churn): a child that preallocated 75% as well could
+    not start. Children allocate on demand (``XLA_PYTHON_CLIENT_PREALLOCATE=false``) unless
+    the caller chose otherwise; the variable means nothing to the CPU backend."""
     env = dict(os.environ)
     path = env.get("PYTHONPATH", "")
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + path if path else "")
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     return env
+
+
+def python_build() -> dict[str, Any]:
+    """How this Python was built. A cache hit is a Python call, and its cost depends on the
+    build more than on the machine: Debian's and Ubuntu's system Pythons are built
+    ``--with-dtrace``, whose probes make every Python-level call dearer (a hit cost 324 ns on
+    the H200 machine's Ubuntu Python, 105 ns on this project's pyenv build)."""
+    args = sysconfig.get_config_var("CONFIG_ARGS") or ""
+    dtrace = sysconfig.get_config_var("WITH_DTRACE")
+    return {
+        "version": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "build": " ".join(platform.python_build()),
+        "compiler": platform.python_compiler(),
+        "executable": sys.executable,
+        "config_args": args,
+        "dtrace": bool(dtrace) if dtrace is not None else "--with-dtrace" in args,
+        "shared": bool(sysconfig.get_config_var("Py_ENABLE_SHARED")),
+        "optimizations": "--enable-optimizations" in args,
+        "lto": "--with-lto" in args,
+    }
+
+
+def python_build_text(build: dict[str, Any] | None) -> str:
+    """``Python 3.11.7 (CPython, shared libpython, no dtrace, no PGO/LTO; GCC 12.2.0)``."""
+    if not build:
+        return "Python (build not recorded)"
+    pgo = [name for name, key in (("PGO", "optimizations"), ("LTO", "lto")) if build[key]]
+    return (f"Python {build['version']} ({build['implementation']}, "
+            f"{'shared' if build['shared'] else 'static'} libpython, "
+            f"{'--with-dtrace' if build['dtrace'] else 'no dtrace'}, "
+            f"{'+'.join(pgo) if pgo else 'no PGO/LTO'}; {build['compiler']})")
 
 
 def _version(dist: str) -> str | None:
@@ -99,6 +138,22 @@ def device_details(device: Any) -> dict[str, Any]:
             "platform_version": platform_version}
 
 
+ENV_RECORDED = ("JAX_PLATFORMS", "XLA_FLAGS", "PYTHONHASHSEED", "OMP_NUM_THREADS",
+                "JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS", "JAX_ENABLE_X64",
+                "XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+                "XLA_CLIENT_MEM_FRACTION")
+"""Environment variables that change what the benchmark measures, recorded with the run."""
+
+CONFIG_RECORDED = ("jax_use_simplified_jaxpr_constants", "jax_enable_x64",
+                   "jax_cpu_enable_async_dispatch")
+"""JAX options that change what the benchmark measures (None: unknown to this jax)."""
+
+
+def _config(jax: Any, name: str) -> Any:
+    """The option's value (``jax.config.read`` refuses options that have a context manager)."""
+    return getattr(jax.config, "values", {}).get(name)
+
+
 def git_commit() -> str | None:
     """HEAD of the repository (read-only; no index refresh)."""
     return _git_commit()
@@ -121,6 +176,7 @@ def describe() -> dict[str, Any]:
             for name in ("jax", "jaxlib", "numpyro", "stabledist", "numpy", "matplotlib")
         },
         "python": sys.version.split()[0],
+        "python_build": python_build(),
         "platform": platform.platform(),
         "machine": platform.machine(),
         "processor": platform.processor() or None,
@@ -135,8 +191,8 @@ def describe() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "cpu_affinity": affinity,
         "load_average_start": load_average(),
-        "env": {k: os.environ.get(k) for k in ("JAX_PLATFORMS", "XLA_FLAGS",
-                                               "PYTHONHASHSEED", "OMP_NUM_THREADS")},
+        "env": {k: os.environ.get(k) for k in ENV_RECORDED},
+        "jax_config": {name: _config(jax, name) for name in CONFIG_RECORDED},
         "git_commit": _git_commit(),
         "argv": sys.argv,
     }
