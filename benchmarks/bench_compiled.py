@@ -5,12 +5,14 @@ properties repeatedly (in this process, and cold in fresh processes)."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -27,6 +29,7 @@ from benchmarks.phases import record_phases
 from benchmarks.timing import (
     BenchResult,
     Case,
+    Timed,
     host_device_split,
     interleave,
     measure,
@@ -106,6 +109,159 @@ def _preread(d: Any) -> None:
             _preread(value)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """One variant of a closure case, built and ready: ``first()`` is its timed first call
+    (any eager work the variant does before ``jit``, then trace, compile and run), ``call()``
+    one later call, ``timer`` the loop that times later calls, ``program()`` the text of the
+    compiled program (cached by then: no second compile)."""
+
+    first: Callable[[], Any]
+    call: Callable[[], Any]
+    timer: Timed
+    program: Callable[[], str]
+
+
+Maker = Callable[[Build, tuple, jax.Array, Expr], Prepared]
+"""Builds one variant of a case from ``(build, params, x, expr)`` (see `_family`)."""
+
+
+def closure_variant(module: str, before: str = "") -> Maker:
+    """``jit(lambda x: expr(d, x))`` over a concrete global ``d`` of ``module``. ``before``:
+    ``"preread"`` reads every lazy value eagerly first, untimed (numpyro then stores them in
+    ``__dict__``); ``"eager"`` evaluates ``expr(d, x)`` once eagerly inside the timed first
+    call (a user's remedy: the lazy values are then cached, concrete, before the trace)."""
+
+    def make(build: Build, params: tuple, x: jax.Array, expr: Expr) -> Prepared:
+        d = build(MODULES[module], params)
+        if before == "preread":
+            _preread(d)
+        f = jax.jit(lambda x: expr(d, x))
+
+        def first() -> Any:
+            if before == "eager":
+                jax.block_until_ready(expr(d, x))
+            return f(x)
+
+        return Prepared(first, partial(f, x), stmt_timer("f(x).block_until_ready()",
+                                                          {"f": f, "x": x}),
+                        lambda: f.lower(x).compile().as_text())
+
+    return make
+
+
+def argument_variant(module: str) -> Maker:
+    """``jit(lambda d, x: expr(d, x))(d, x)``: the distribution is an argument, so its
+    leaves are runtime values: nothing is folded at compile time, every lazy value is
+    computed in every call."""
+
+    def make(build: Build, params: tuple, x: jax.Array, expr: Expr) -> Prepared:
+        d = build(MODULES[module], params)
+        g = jax.jit(lambda d, x: expr(d, x))
+        return Prepared(partial(g, d, x), partial(g, d, x),
+                        stmt_timer("g(d, x).block_until_ready()", {"g": g, "d": d, "x": x}),
+                        lambda: g.lower(d, x).compile().as_text())
+
+    return make
+
+
+def params_variant() -> Maker:
+    """The no-cache baseline: ``jit(lambda p, x: expr(Dist(*p), x))`` (stabledist classes),
+    the parameters as arguments."""
+
+    def make(build: Build, params: tuple, x: jax.Array, expr: Expr) -> Prepared:
+        g = jax.jit(lambda p, x: expr(build(MODULES["stabledist"], p), x))
+        return Prepared(partial(g, params, x), partial(g, params, x),
+                        stmt_timer("g(p, x).block_until_ready()", {"g": g, "p": params, "x": x}),
+                        lambda: g.lower(params, x).compile().as_text())
+
+    return make
+
+
+CLOSURE_VARIANTS: dict[str, Maker] = {
+    "numpyro": closure_variant("numpyro"),
+    "stabledist": closure_variant("stabledist"),
+    "numpyro_preread": closure_variant("numpyro", before="preread"),
+    "nocache": params_variant(),
+}
+"""The closure benchmark's variants, in their base order."""
+
+
+def _warm_tracing_caches(build: Build, params: tuple, x: jax.Array, expr: Expr) -> None:
+    """The constructors' own eager ops are the same code in both modules: build once,
+    untimed, so that first calls time jit's trace + compile + run only. jax's per-shape
+    tracing caches (jnp's own jitted helpers) are filled by whichever variant first traces a
+    shape: fill them untimed, abstractly (traced parameters: nothing lazy is cached or
+    hoisted), so that no variant pays for the others; a fresh process's cost is the "cold"
+    compile row."""
+    for m in MODULES.values():
+        build(m, params)
+    for m in MODULES.values():
+        jax.make_jaxpr(lambda p, x, m=m: expr(build(m, p), x))(params, x)
+
+
+def _first_calls(makers: dict[str, Maker], case: tuple, profile: Profile,
+                 rotation: Iterator[int], repeated: tuple[str, ...]
+                 ) -> tuple[dict[str, list[float]], dict[str, dict[str, float]],
+                            dict[str, Prepared], dict[str, np.ndarray]]:
+    """Repeated first calls of new closures: each repetition builds new distributions and
+    new jitted functions and times their first calls, in rotated order. Later repetitions
+    run only the ``repeated`` variants (those a row compares); a case whose first calls take
+    long (a 1M-element constant) stops after `FIRST_BUDGET_S`. Returns the times, the phase
+    split of each variant's first repetition, the first repetition's variants (their later
+    calls are timed) and their outputs."""
+    order = list(makers)
+    first: dict[str, list[float]] = {v: [] for v in order}
+    phases: dict[str, dict[str, float]] = {}
+    prepared: dict[str, Prepared] = {}
+    outs: dict[str, np.ndarray] = {}
+    spent = 0.0
+    for rep in range(max(profile.first_reps, 1)):
+        k = next(rotation) % len(order)  # rotate who goes first (per-shape eager caches)
+        for variant in order[k:] + order[:k]:
+            if rep and variant not in repeated:
+                continue
+            ready = makers[variant](*case)
+            with record_phases() as rec:
+                t0 = time.perf_counter()
+                out = np.asarray(jax.block_until_ready(ready.first()))
+                first[variant].append(time.perf_counter() - t0)
+            spent += first[variant][-1]
+            if not rep:  # the per-call rows time the first repetition's closures
+                phases[variant], prepared[variant], outs[variant] = rec.split(), ready, out
+        if spent > FIRST_BUDGET_S:
+            break
+    return first, phases, prepared, outs
+
+
+def closure_case(family: str, size: int, makers: dict[str, Maker], profile: Profile,
+                 rotation: Iterator[int], name: str = "",
+                 repeated: tuple[str, ...] = ("numpyro", "stabledist")
+                 ) -> tuple[Case, dict[str, Prepared]]:
+    """One case: first calls (`_first_calls`), then every variant's later calls,
+    calibrated and interleaved, with the host / device split of single calls. Returns the
+    case and the variants it timed (their compiled programs can still be read)."""
+    build, params, x, expr, what = _family(family, size)
+    case = (build, params, x, expr)
+    with quiet():
+        _warm_tracing_caches(*case)
+        first, phases, prepared, outs = _first_calls(makers, case, profile, rotation,
+                                                     repeated)
+    ref = outs.get("numpyro", next(iter(outs.values())))
+    agree = all(np.allclose(ref, o, rtol=2e-3, atol=2e-3 * float(np.abs(ref).max()))
+                for o in outs.values())
+    samples, loops = measure({v: p.timer for v, p in prepared.items()}, profile.closure_reps,
+                             profile.closure_rep_ms)
+    split = {v: host_device_split(p.call, min(loops[v], 200)) for v, p in prepared.items()}
+    return Case(
+        name or f"{family} {size}",
+        {"family": family, "size": size, "what": what, "results_agree": agree},
+        samples, loops,
+        extra={"first_call_s": {v: statistics.median(t) for v, t in first.items() if t},
+               "first_call_reps": first, "first_call_phases": phases,
+               "host_device": split}), prepared
+
+
 def bench_closure(profile: Profile) -> BenchResult:
     """Per-call runtime of ``jit(lambda x: expr(d, x))`` with a concrete global ``d``."""
     result = BenchResult(
@@ -124,79 +280,12 @@ def bench_closure(profile: Profile) -> BenchResult:
         "every lazy value on every call (numpyro's closed-over case also recomputes under "
         "tracing, but XLA may constant-fold that recomputation at compile time)",
     )
-    nd, sd = MODULES["numpyro"], MODULES["stabledist"]
-    order = ["numpyro", "stabledist", "numpyro_preread", "nocache"]
-    index = 0
+    rotation = itertools.count()
     for family, sizes_attr in CLOSURE_FAMILIES.items():
         for size in getattr(profile, sizes_attr):
             step(f"closure {family}: size {size}")
-            build, params, x, expr, what = _family(family, size)
-            first: dict[str, list[float]] = {v: [] for v in order}
-            first_phases: dict[str, list[dict[str, float]]] = {v: [] for v in order}
-            fns = {}
-            calls = {}
-            outs = {}
-            with quiet():
-                # the constructors' own eager ops are the same code in both modules: build
-                # once, untimed, so the first call below times jit's trace+compile+run only
-                build(nd, params), build(sd, params)
-                # jax's per-shape tracing caches (jnp's own jitted helpers) are filled by
-                # whichever variant first traces this shape: fill them untimed, abstractly
-                # (traced parameters: nothing lazy is cached or hoisted), so that no variant
-                # pays for the others; a fresh process's cost is the "cold" compile row
-                for m in (nd, sd):
-                    jax.make_jaxpr(lambda p, x, m=m, e=expr, b=build: e(b(m, p), x))(params, x)
-                spent = 0.0
-                for rep in range(max(profile.first_reps, 1)):
-                    # each repetition: new distributions, new closures, their first calls,
-                    # interleaved in rotated order (numpyro and stabledist only after the
-                    # first: the verdict compares those two); a case whose first calls take
-                    # long (a 1M-element constant) stops after `FIRST_BUDGET_S`
-                    k = index % len(order)  # rotate who goes first (per-shape eager caches)
-                    index += 1
-                    for variant in order[k:] + order[:k]:
-                        if rep and variant not in ("numpyro", "stabledist"):
-                            continue
-                        if variant == "nocache":
-                            g = jax.jit(lambda p, x, expr=expr, build=build:
-                                        expr(build(sd, p), x))
-                            call = partial(g, params, x)
-                            timer = stmt_timer("g(p, x).block_until_ready()",
-                                               {"g": g, "p": params, "x": x})
-                        else:
-                            d = build(nd if variant.startswith("numpyro") else sd, params)
-                            if variant == "numpyro_preread":
-                                _preread(d)
-                            f = jax.jit(lambda x, d=d, expr=expr: expr(d, x))
-                            call = partial(f, x)
-                            timer = stmt_timer("f(x).block_until_ready()", {"f": f, "x": x})
-                        with record_phases() as rec:
-                            t0 = time.perf_counter()
-                            out = np.asarray(jax.block_until_ready(call()))
-                            first[variant].append(time.perf_counter() - t0)
-                        spent += first[variant][-1]
-                        first_phases[variant].append(rec.split())
-                        if not rep:  # the per-call rows time the first repetition's closures
-                            fns[variant], calls[variant], outs[variant] = timer, call, out
-                    if spent > FIRST_BUDGET_S:
-                        break
-            ref = outs["numpyro"]
-            agree = all(np.allclose(ref, o, rtol=2e-3, atol=2e-3 * float(np.abs(ref).max()))
-                        for o in outs.values())
-            samples, loops = measure(fns, profile.closure_reps, profile.closure_rep_ms)
-            split = {v: host_device_split(c, min(loops[v], 200)) for v, c in calls.items()}
             result.cases.append(
-                Case(
-                    f"{family} {size}",
-                    {"family": family, "size": size, "what": what, "results_agree": agree},
-                    samples,
-                    loops,
-                    extra={"first_call_s": {v: statistics.median(t) for v, t in first.items()},
-                           "first_call_reps": first,
-                           "first_call_phases": {v: ph[0] for v, ph in first_phases.items()},
-                           "host_device": split},
-                )
-            )
+                closure_case(family, size, CLOSURE_VARIANTS, profile, rotation)[0])
     return result
 
 
