@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.environment import ROOT
+from benchmarks.environment import ROOT, python_build_text
 from benchmarks.registry import REGISTRY
 from benchmarks.report import compact_lines
 from benchmarks.rows import LABELS, fmt_value
@@ -98,25 +98,47 @@ CLOSURE_TEXT = {
                          "`log_prob` (XLA constant-folds numpyro's recomputation)", "batch"),
 }
 
+SIMPLIFIED_TEXT = {
+    **CLOSURE_TEXT,
+    "truncnormal_logp": ("`jit` closing over a global two-sided `TruncatedNormal`: "
+                         "`log_prob` (nothing folded: both compute the normaliser in every "
+                         "call)", "batch"),
+}
+"""`CLOSURE_TEXT` for closures compiled with JAX's simplified constants."""
 
-def verdict_rows(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """``(verdict, where, ratio, stabledist vs numpyro)`` per headline result of the run:
-    what is faster, what costs, by how much."""
-    out: list[tuple[str, str, str, str]] = []
-    cases = {c["name"]: c for c in payload["benchmarks"].get("closure", {}).get("cases", [])}
-    per_call = [r for r in _rows(payload, "closure") if r["case"].endswith(" per call")
-                and r["ratio"] is not None]
-    for family, (where, size_word) in CLOSURE_TEXT.items():
+
+VerdictRow = tuple[str, str, str, str]
+"""``(verdict, where, ratio, stabledist vs numpyro)``: one row of the "In short" table."""
+
+
+def _closure_verdicts(payload: dict[str, Any], bench: str = "closure", prefix: str = "",
+                      where_prefix: str = "",
+                      texts: dict[str, tuple[str, str]] = CLOSURE_TEXT) -> list[VerdictRow]:
+    """One row per closure family: the range of its per-call ratios over sizes, and the
+    numbers at size 1,024 (or the largest). ``prefix``: the cases' mode label (the
+    constants benchmark), ``where_prefix`` what the row says about it."""
+    out: list[VerdictRow] = []
+    cases = {c["name"]: c for c in payload["benchmarks"].get(bench, {}).get("cases", [])}
+    per_call = [r for r in _rows(payload, bench) if r["case"].endswith(" per call")
+                and r["ratio"] is not None and r["case"].startswith(prefix)]
+    for family, (where, size_word) in texts.items():
         rows = [(cases[r["case"].removesuffix(" per call")]["params"]["size"], r)
-                for r in per_call if r["case"].startswith(family + " ")]
+                for r in per_call if r["case"].startswith(prefix + family + " ")]
         if not rows:
             continue
         rows.sort(key=lambda sr: sr[0])
         ratios = [r["ratio"] for _, r in rows]
         shown = next((sr for sr in rows if sr[0] == 1024), rows[-1])
         sizes = f"{size_word} {rows[0][0]:,}" + (f"-{rows[-1][0]:,}" if len(rows) > 1 else "")
-        out.append((_word(min(ratios), max(ratios)), f"{where}, per call ({sizes})",
-                    _span(ratios), f"{_vs(shown[1])} per call at {size_word} {shown[0]:,}"))
+        out.append((_word(min(ratios), max(ratios)), f"{where_prefix}{where}, per call "
+                    f"({sizes})", _span(ratios),
+                    f"{_vs(shown[1])} per call at {size_word} {shown[0]:,}"))
+    return out
+
+
+def _host_side_verdicts(payload: dict[str, Any]) -> list[VerdictRow]:
+    """Dispatch, flatten and the persistent cache."""
+    out: list[VerdictRow] = []
     dispatch = [r for r in _rows(payload, "dispatch") if r["ratio"] is not None]
     if dispatch:
         ratios = [r["ratio"] for r in dispatch]
@@ -135,27 +157,38 @@ def verdict_rows(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         out.append((_word(pc["ratio"], pc["ratio"]), "first call in a second process "
                     "(another `PYTHONHASHSEED`): JAX's persistent compilation cache",
                     _x(pc["ratio"]), _vs(pc) + " (numpyro misses the cache)"))
+    return out
+
+
+def _compile_verdicts(payload: dict[str, Any]) -> list[VerdictRow]:
+    """End to end, and the first calls of new closures: rows judged by their intervals."""
+    out: list[VerdictRow] = []
     e2e = [r for r in _rows(payload, "e2e") if r["ratio"] is not None]
     if e2e:
         bench = payload["benchmarks"]["e2e"]
         same = {c["name"]: c["params"].get("same_program") for c in bench.get("cases", [])}
         identical = [r for r in e2e if same.get(r["case"])]
-        ratios = [r["ratio"] for r in e2e]
         out.append((_verdicts(e2e),
                     "end to end, compile + run: NUTS, SVI and a jitted `Predictive` "
                     f"({_n(len(e2e), 'model run')})",
-                    _span(ratios), (f"{len(identical)} of {len(e2e)} compile the very same "
-                                    "program as numpyro: their spread is run-to-run noise")
+                    _span([r["ratio"] for r in e2e]),
+                    (f"{len(identical)} of {len(e2e)} compile the very same "
+                     "program as numpyro: their spread is run-to-run noise")
                     if identical else "each variant compiles its own program"))
     first = [r for r in _rows(payload, "closure") if r["case"].endswith(" first call")
              and r["ratio"] is not None]
     if first:
-        ratios = [r["ratio"] for r in first]
         worst = min(first, key=lambda r: r["ratio"])
         out.append((_verdicts(first), "first call of a new jitted closure "
-                    f"(trace + compile + run, {_n(len(first), 'case')})", _span(ratios),
-                    f"worst: {worst['case'].removesuffix(' first call')}, "
-                    f"{_vs(worst)}"))
+                    f"(trace + compile + run, {_n(len(first), 'case')})",
+                    _span([r["ratio"] for r in first]),
+                    f"worst: {worst['case'].removesuffix(' first call')}, {_vs(worst)}"))
+    return out
+
+
+def _eager_verdicts(payload: dict[str, Any]) -> list[VerdictRow]:
+    """The costs outside ``jit`` (the lazy benchmark) and memory."""
+    out: list[VerdictRow] = []
     lazy = _rows(payload, "lazy")
     miss = next((r for r in lazy if r["case"].startswith("miss: first")), None)
     hit = next((r for r in lazy if r["case"].startswith("hit")), None)
@@ -182,6 +215,17 @@ def verdict_rows(payload: dict[str, Any]) -> list[tuple[str, str, str, str]]:
                     + (f" ({cycles:,})" if cycles else ""), "-",
                     f"RSS growth {_vs(rss, 'MB')}"))
     return out
+
+
+def verdict_rows(payload: dict[str, Any]) -> list[VerdictRow]:
+    """``(verdict, where, ratio, stabledist vs numpyro)`` per headline result of the run:
+    what is faster, what costs, by how much."""
+    return [*_closure_verdicts(payload), *_host_side_verdicts(payload),
+            *_compile_verdicts(payload),
+            *_closure_verdicts(payload, "constants", "simplified constants: ",
+                               "with `JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1`, ",
+                               SIMPLIFIED_TEXT),
+            *_eager_verdicts(payload)]
 
 
 def in_short(payload: dict[str, Any]) -> str:
@@ -218,7 +262,8 @@ def results_section(payload: dict[str, Any], plots: Sequence[str]) -> str:
         f"<!-- measured-commit: {env.get('git_commit')} -->",
         f"Measured at commit `{env.get('git_commit')}` with `{payload['command']}` on "
         f"{env['timestamp']}: {env['cpu_count']} CPUs (affinity {env['cpu_affinity']}), "
-        f"{env['platform']}, Python {env['python']}, jax {v['jax']}, jaxlib {v['jaxlib']}, "
+        f"{env['platform']}, {python_build_text(env.get('python_build'))}, jax {v['jax']}, "
+        f"jaxlib {v['jaxlib']}, "
         f"numpyro {v['numpyro']}, stabledist {v['stabledist']}; backend `{env['backend']}`, "
         f"device kind `{env['device_kind']}`, {env['device_count']} device(s)"
         + (f", {mem / 2**30:.1f} GiB memory" if mem else "") + ". "
@@ -263,12 +308,19 @@ def results_section(payload: dict[str, Any], plots: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+NEUTRAL = re.compile(r"<!-- measurement-neutral: [0-9a-f]{40}\b[^\n]*-->\n")
+"""A line of the page naming a commit that changed ``benchmarks/`` without changing what the
+published rows measure (tests/test_benchmark_results.py accepts such commits after the
+measured one). A new measurement supersedes them: publishing removes them."""
+
+
 def publish(payload: dict[str, Any], out: Path, plots: Sequence[str]) -> Path:
-    """Rewrite the generated sections of docs/benchmarks.md and copy the plots."""
+    """Rewrite the generated sections of docs/benchmarks.md, drop the measurement-neutral
+    lines (`NEUTRAL`), and copy the plots."""
     IMG.mkdir(parents=True, exist_ok=True)
     for p in plots:
         shutil.copyfile(out / p, IMG / p)
-    text = DOC.read_text()
+    text = NEUTRAL.sub("", DOC.read_text())
     text = _replace(text, "in-short", in_short(payload))
     text = _replace(text, "results", results_section(payload, plots))
     DOC.write_text(text)
