@@ -12,12 +12,12 @@ import os
 import sys
 from pathlib import Path
 
-from benchmarks.config import PROFILES, Profile
+from benchmarks.config import DEADLINE_MIN, PROFILES, Profile
 from benchmarks.environment import configure
 from benchmarks.registry import BENCHMARKS
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
         description="Benchmark stabledist against numpyro.distributions (and a no-cache "
@@ -34,10 +34,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                       help="more sizes and repetitions (about half an hour on 2 cores)")
     size.add_argument("--smoke", dest="profile", action="store_const", const="smoke",
                       help="tiny sizes, only to check that the code runs (used by the tests)")
-    parser.set_defaults(profile="default")
+    size.add_argument("--default", dest="profile", action="store_const", const="default",
+                      help="the default profile even with --device gpu/tpu, which otherwise "
+                      "runs it shrunk to fit a 10-minute device lease (profile 'accelerator')")
+    parser.set_defaults(profile=None)
     parser.add_argument("--device", choices=("auto", "cpu", "gpu", "tpu"), default="auto",
                         help="JAX backend: auto (JAX's choice), or sets JAX_PLATFORMS "
                         "(gpu = CUDA; for ROCm run with JAX_PLATFORMS=rocm and --device auto)")
+    parser.add_argument("--deadline", type=float, default=None, metavar="MIN",
+                        help="skip a benchmark that would end after MIN minutes from the "
+                        "start, and stop a running one at its next step after it, keeping "
+                        f"what it measured (default with --device gpu/tpu: {DEADLINE_MIN:g}; "
+                        "else none; 0: none)")
     parser.add_argument("--only", default=None, metavar="NAME[,NAME]",
                         help="run only these benchmarks: " + ",".join(BENCHMARKS))
     parser.add_argument("--out", default=None, metavar="DIR",
@@ -57,9 +65,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="XLA host (CPU) devices, i.e. parallel NUTS chains on CPU "
                         "(default: the CPU count)")
     parser.add_argument("--e2e-reps", type=int, default=None, metavar="N",
-                        help="repetitions per end-to-end row (default: the profile's; 3, or 1 "
-                        "with --quick); one program's compile time varies by up to 15%% from "
-                        "run to run on a 2-core machine, so resolving a few percent takes ~10")
+                        help="repetitions per end-to-end row (default: the profile's: 4; 1 "
+                        "with --quick, 2 on an accelerator); one program's compile time "
+                        "varies by up to 15%% from run to run on a 2-core machine, so "
+                        "resolving a few percent takes ~10")
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options, checked; the profile and the deadline resolved from ``--device`` when
+    not given (an accelerator: the accelerator profile and `DEADLINE_MIN`)."""
+    parser = _parser()
     ns = parser.parse_args(argv)
     if ns.e2e_reps is not None and ns.e2e_reps < 1:
         parser.error("--e2e-reps must be at least 1")
@@ -73,6 +89,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         ns.only = list(BENCHMARKS)
     if ns.host_devices < 1:
         parser.error("--host-devices must be at least 1")
+    accelerator = ns.device in ("gpu", "tpu")
+    if ns.profile is None:
+        ns.profile = "accelerator" if accelerator else "default"
+    if ns.deadline is None:
+        ns.deadline = DEADLINE_MIN if accelerator else 0.0
+    if ns.deadline < 0:
+        parser.error("--deadline must be at least 0")
     if ns.strict is None:  # published numbers come with their verdict in the exit status
         ns.strict = ns.publish
     if ns.out is None:
@@ -105,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     status, payload = run(profile_of(ns), ns.only, Path(ns.out), ns.device,
                           " ".join(["python -m benchmarks",
                                     *(sys.argv[1:] if argv is None else argv)]),
-                          strict=ns.strict)
+                          strict=ns.strict, deadline_s=ns.deadline * 60 or None)
     if ns.publish and payload:
         from benchmarks.publish import publish
 

@@ -1,4 +1,12 @@
-"""Sizes and repetition counts of the suite, per profile (no jax import here)."""
+"""Sizes and repetition counts of the suite, per profile (no jax import here).
+
+``--device gpu`` (or ``tpu``) without a size option runs `ACCELERATOR`, the default profile
+shrunk to fit a 10-minute device lease. On one NVIDIA H200 the default profile's ``e2e`` alone
+would take an estimated 8 minutes (from the ``--quick`` run there: every NUTS or SVI run
+compiles for 1.5-4.5 s, and each row's untimed warm-ups compile the eager kernels for 10-16
+s), and its fresh-process benchmarks (``pcache``, cold compiles, the memory churn) start a
+CUDA client each.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +34,9 @@ class Profile:
     closure_reps: int
     closure_rep_ms: float
     first_reps: int  # first calls of new closures: repetitions (fresh distribution and jit)
+    # closed-over constants: (family, size) cases measured in fresh processes with JAX's
+    # simplified constants off and on (benchmarks/bench_constants.py)
+    constants_cases: tuple[tuple[str, int], ...]
     # trace + compile
     compile_dim: int
     compile_reads: int
@@ -80,6 +91,8 @@ DEFAULT = Profile(
     closure_reps=9,
     closure_rep_ms=20.0,
     first_reps=3,
+    constants_cases=(("truncnormal_logp", 10_000), ("truncnormal_logp", 1_000_000),
+                     ("mvn_precision", 1024)),
     compile_dim=32,
     compile_reads=16,
     compile_reps=5,
@@ -115,6 +128,7 @@ PROFILES: dict[str, Profile] = {
         closure_reps=3,
         closure_rep_ms=0.5,
         first_reps=1,
+        constants_cases=(("mvn_precision", 16),),
         compile_dim=2,
         compile_reads=1,
         compile_reps=1,
@@ -148,6 +162,7 @@ PROFILES: dict[str, Profile] = {
         closure_reps=5,
         closure_rep_ms=5.0,
         first_reps=2,
+        constants_cases=(("truncnormal_logp", 100_000), ("mvn_precision", 256)),
         compile_dim=8,
         compile_reads=4,
         compile_reps=2,
@@ -172,6 +187,9 @@ PROFILES: dict[str, Profile] = {
         closure_reps=11,
         closure_rep_ms=50.0,
         first_reps=5,
+        constants_cases=(("truncnormal_logp", 10_000), ("truncnormal_logp", 300_000),
+                         ("truncnormal_logp", 1_000_000), ("mvn_precision", 512),
+                         ("mvn_precision", 2048)),
         compile_dim=64,
         compile_reads=32,
         compile_reps=9,
@@ -186,3 +204,43 @@ PROFILES: dict[str, Profile] = {
     ),
 }
 
+ACCELERATOR_CHANGES: dict[str, Any] = {
+    "e2e_reps": 2,
+    "e2e_models": ("regression", "angles", "gp_predict"),
+    "cold_reps": 1,
+    "pcache_reps": 1,
+    "churn_cycles": 30_000,
+}
+"""What `ACCELERATOR` changes in the default profile, and why each: the end-to-end rows keep
+the three models whose H200 results differ most between the libraries (a model reading
+truncation normalizers, one reading ``norm_const``, the forecasting loop), with two
+repetitions each (an interval, if a wide one); one cold compile per variant, one process
+pair per variant for the persistent cache and 30 000 churn cycles still answer their
+questions (a compile in a fresh process, a cache hit, flat memory). Planned there: about 8
+minutes (`benchmarks.registry`'s accelerator seconds, estimated from the H200 runs)."""
+
+ACCELERATOR = replace(DEFAULT, name="accelerator", **ACCELERATOR_CHANGES)
+"""The default profile on an accelerator (``--device gpu|tpu`` without a size option)."""
+
+PROFILES["accelerator"] = ACCELERATOR
+
+DEADLINE_MIN = 9.0
+"""``--device gpu|tpu``: the default ``--deadline`` in minutes. A benchmark whose planned
+time (scaled by how fast the finished steps went) would end after it is skipped, and a
+running one stops at its next step once the deadline has passed, keeping the cases it
+finished; a minute is left for the start, the report and the plots within a 10-minute
+lease."""
+
+
+def accelerator_note(profile: Profile) -> str:
+    """What the accelerator profile leaves out, in one line (empty for another profile)."""
+    if profile.name != "accelerator":
+        return ""
+    changed = [f"{k} {getattr(DEFAULT, k)} -> {getattr(profile, k)}"
+               for k in ACCELERATOR_CHANGES if getattr(profile, k) != getattr(DEFAULT, k)
+               and k != "e2e_models"]
+    dropped = [m for m in DEFAULT.e2e_models if m not in profile.e2e_models]
+    if dropped:
+        changed.append("e2e models without " + ", ".join(dropped))
+    return ("profile 'accelerator': the default profile shrunk to fit a 10-minute device "
+            "lease (" + "; ".join(changed) + "); --default runs the whole default profile")

@@ -114,10 +114,13 @@ class Deferred:
         return getattr(module, self.function)(profile)
 
 
-def _planned(smoke: float, quick: float, default: float, full: float
-             ) -> Callable[[Profile], float]:
-    """Planned seconds per profile (another profile name: the default's)."""
-    table = {"smoke": smoke, "quick": quick, "default": default, "full": full}
+def _planned(smoke: float, quick: float, default: float, full: float,
+             accelerator: float | None = None) -> Callable[[Profile], float]:
+    """Planned seconds per profile (another profile name: the default's). ``accelerator``:
+    the accelerator profile on one GPU, estimated from the H200 runs (the others: 2 busy CPU
+    cores); the deadline of a run on an accelerator skips benchmarks by these."""
+    table = {"smoke": smoke, "quick": quick, "default": default, "full": full,
+             "accelerator": default if accelerator is None else accelerator}
     return lambda p: table.get(p.name, default)
 
 
@@ -427,6 +430,109 @@ def _closure_plot(res: BenchResult, family: str, xlabel: str, title: str) -> Fig
 
 
 # --------------------------------------------------------------------------------------------
+# constants
+# --------------------------------------------------------------------------------------------
+
+
+def _constants_note(case: Case, timing: str) -> str:
+    """The case's reference variants beside its row: the flag-off closure and the closure
+    after one eager evaluation (``timing``: "per call" or "first call")."""
+    parts = []
+    for variant in ("stabledist_closure", "stabledist_eager"):
+        if timing == "per call":
+            value = fmt_value(case.median(variant), "ns")
+        else:
+            value = fmt_value(case.extra.get("first_call_s", {}).get(variant), "s")
+        if value != "-":
+            parts.append(f"{LABELS[variant]} {value}")
+    ops = case.extra.get("program_ops", {}).get("stabledist")
+    if ops:
+        parts.append(f"stabledist's program: {ops['transcendental']} transcendental op(s), "
+                     f"{ops['parameters']} argument(s)")
+    return "; ".join(parts)
+
+
+def _constants_rows(res: BenchResult) -> list[Row]:
+    rows = [single(res.name, c, res.unit, label=f"{c.name} per call",
+                   note=_constants_note(c, "per call")) for c in res.cases]
+    for c in res.cases:
+        rows.append(first_call_row(res.name, f"{c.name} first call",
+                                   c.extra.get("first_call_reps", {}), judged=True,
+                                   note=_constants_note(c, "first call")))
+    return rows
+
+
+def _constants_details(res: BenchResult) -> list[str]:
+    modes = res.extra.get("modes", {})
+    lines = ["Modes (each a fresh process): " + "; ".join(
+        f"{m.get('label', k)}: JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS={m.get('flag')} (read as "
+        f"{m.get('flag_read')})" for k, m in modes.items()) + ".", "",
+             "| case | variant | first call (s): median, first repetition | per call | "
+             "compiled program: transcendental ops, linear algebra, arguments |",
+             "|---|---|---|---|---|"]
+    for c in res.cases:
+        first, reps = c.extra.get("first_call_s", {}), c.extra.get("first_call_reps", {})
+        for v in c.samples:
+            ops = c.extra.get("program_ops", {}).get(v, {})
+            lines.append(
+                f"| {c.name} | {LABELS.get(v, v)} | {first.get(v, math.nan):.3g}, "
+                f"{(reps.get(v) or [math.nan])[0]:.3g} | {fmt_value(c.median(v), 'ns')} | "
+                f"{ops.get('transcendental', '-')}, {ops.get('linear algebra', '-')}, "
+                f"{ops.get('parameters', '-')} |")
+    return [*lines, ""]
+
+
+CONSTANTS_BARS = (
+    ("as jit arguments", "stabledist_closure", "closure"),
+    ("as jit arguments", "stabledist", "as a jit argument"),
+    ("as jit arguments", "stabledist_eager", "eager first, then closure"),
+    ("simplified constants", "stabledist", "closure, simplified constants"),
+    ("simplified constants", "stabledist_eager", "eager first, simplified constants"),
+)
+"""The bars of one problem in the constants plot: (mode label, variant, bar label); all
+stabledist (numpyro's bars are the same programs, its rows say by how much)."""
+
+
+def _constants_plot(res: BenchResult) -> Figure | None:
+    """First call and per call of each problem's ways to close over it, stabledist: one row
+    of two panels per three problems (at most `MAX_BARS` bars per panel)."""
+    problems = list(dict.fromkeys(c.name.split(": ", 1)[1] for c in res.cases))
+    if not problems:
+        return None
+    per = MAX_BARS // len(CONSTANTS_BARS)
+    groups = [problems[i:i + per] for i in range(0, len(problems), per)]
+    fig, axes = _pyplot().subplots(len(groups), 2, figsize=(12, 1.2 + 3.0 * len(groups)),
+                                   squeeze=False)
+    colors = ["#7f7f7f", "#2ca02c", "#9467bd", "#1f77b4", "#17becf"]
+    for (ax, ax2), group in zip(axes, groups):
+        labels, y = [], 0
+        for problem in group:
+            for (mode, variant, text), color in zip(CONSTANTS_BARS, colors):
+                case = res.case(f"{mode}: {problem}")
+                if case is None or variant not in case.samples:
+                    continue
+                first = case.extra.get("first_call_s", {}).get(variant, 0.0)
+                ax.barh(y, first, color=color)
+                ax2.barh(y, (case.median(variant) or 0.0) / 1e3, color=color)
+                labels.append((y, f"{problem}: {text}"))
+                y += 1
+            y += 0.6
+        for a in (ax, ax2):
+            a.set_yticks([t for t, _ in labels], [n for _, n in labels], fontsize=7)
+            a.invert_yaxis()
+            a.set_xscale("log")
+            a.xaxis.set_minor_formatter(_pyplot().NullFormatter())
+            a.grid(True, axis="x", which="both", alpha=0.3)
+        ax2.set_yticklabels([])
+        ax.set_xlabel("first call: (eager evaluation +) trace + compile + run (s)")
+        ax2.set_xlabel("per call (us, median)")
+    fig.suptitle("A global distribution in jit, stabledist: closed over (XLA folds its "
+                 "constants), as an argument, after an eager evaluation; simplified "
+                 "constants on or off", fontsize=9)
+    return fig
+
+
+# --------------------------------------------------------------------------------------------
 # compile
 # --------------------------------------------------------------------------------------------
 
@@ -483,7 +589,7 @@ def _e2e_rows(res: BenchResult) -> list[Row]:
 
 def _e2e_seconds(profile: Profile) -> float:
     """Scaled by ``--e2e-reps`` against the profile's own repetitions."""
-    base = _planned(smoke=6, quick=40, default=330, full=1500)(profile)
+    base = _planned(smoke=6, quick=40, default=330, full=1500, accelerator=150)(profile)
     if profile.name in PROFILES:
         base *= profile.e2e_reps / PROFILES[profile.name].e2e_reps
     return base
@@ -736,7 +842,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="lazy property read, eager: first read (miss) and repeated read (hit)",
         run=Deferred("bench_micro", "bench_lazy"),
         steps=lambda p: 2 + (p.lazy_limit or 85),
-        seconds=_planned(smoke=3, quick=25, default=120, full=200),
+        seconds=_planned(smoke=3, quick=25, default=120, full=200, accelerator=60),
         rows=_lazy_rows,
         targets=(
             Target("first_read", "first read of a trivial lazy value at most "
@@ -755,7 +861,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="jax.tree_util flatten + unflatten of every distribution class",
         run=Deferred("bench_micro", "bench_flatten"),
         steps=lambda p: (p.flatten_limit or 100) + 4,
-        seconds=_planned(smoke=1, quick=10, default=35, full=60),
+        seconds=_planned(smoke=1, quick=10, default=35, full=60, accelerator=15),
         rows=_flatten_rows,
         targets=(Target("flatten", "flatten+unflatten at least 5x faster than numpyro",
                         rank=1, check=_flatten_target),),
@@ -769,7 +875,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="jitted function taking a distribution vs the same function taking arrays",
         run=Deferred("bench_micro", "bench_dispatch"),
         steps=lambda p: len(p.dispatch_cases),
-        seconds=_planned(smoke=1, quick=8, default=12, full=20),
+        seconds=_planned(smoke=1, quick=8, default=12, full=20, accelerator=12),
         rows=_dispatch_rows,
         targets=(Target("dispatch", "jitted dispatch with a distribution argument within "
                         "1.3x of raw arrays", rank=2, check=_dispatch_target),),
@@ -780,7 +886,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="concrete global distribution read inside a compiled function, per call",
         run=Deferred("bench_compiled", "bench_closure"),
         steps=lambda p: len(p.mvn_dims) + len(p.tn_batches) + len(p.sbvm_batches),
-        seconds=_planned(smoke=2, quick=30, default=130, full=500),
+        seconds=_planned(smoke=2, quick=30, default=130, full=500, accelerator=75),
         rows=_closure_rows,
         targets=(Target("precision", "closed-over precision_matrix at dim 1024 at least 10x "
                         "faster per call", rank=4, check=_precision_target),),
@@ -800,12 +906,26 @@ REGISTRY: tuple[Benchmark, ...] = (
         ),
     ),
     Benchmark(
+        name="constants",
+        heading="large closed-over constants: jit arguments, simplified constants",
+        summary="a global distribution with large parameters in jit: as a jit argument, and "
+        "closed over with JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1 (one fresh process per mode)",
+        run=Deferred("bench_constants", "bench_constants"),
+        steps=Deferred("bench_constants", "steps"),
+        seconds=_planned(smoke=10, quick=30, default=70, full=200, accelerator=60),
+        rows=_constants_rows,
+        details=_constants_details,
+        plots=(Plot("bench-constants.png", "Large closed-over constants: first call and per "
+                    "call, closed over, as a jit argument, after an eager evaluation; JAX's "
+                    "simplified constants on and off", _constants_plot),),
+    ),
+    Benchmark(
         name="compile",
         heading="trace + compile of a model",
         summary="trace + compile time of a model that reads lazy properties repeatedly",
         run=Deferred("bench_compiled", "bench_compile"),
         steps=lambda p: 2 + 3 * p.cold_reps,
-        seconds=_planned(smoke=3, quick=15, default=45, full=120),
+        seconds=_planned(smoke=3, quick=15, default=45, full=120, accelerator=40),
         rows=_compile_rows,
     ),
     Benchmark(
@@ -835,7 +955,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "and retraces of a jitted function taking distributions",
         run=Deferred("bench_pcache", "bench_pcache"),
         steps=Deferred("bench_pcache", "steps"),
-        seconds=_planned(smoke=12, quick=15, default=65, full=90),
+        seconds=_planned(smoke=12, quick=15, default=65, full=90, accelerator=35),
         rows=_pcache_rows,
         targets=(
             Target("pcache", "second process (other PYTHONHASHSEED) hits JAX's persistent "
@@ -853,7 +973,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="cache size and process RSS over create/read/drop cycles (subprocesses)",
         run=Deferred("bench_memory", "bench_memory"),
         steps=lambda p: 1,
-        seconds=_planned(smoke=6, quick=25, default=45, full=150),
+        seconds=_planned(smoke=6, quick=25, default=45, full=150, accelerator=45),
         rows=_memory_rows,
         targets=(Target("rss", "RSS flat over the churn run (under 20 MB growth)", rank=5,
                         check=_on_case("rss growth", _rss_target), timing=False),),

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.environment import python_build_text
 from benchmarks.registry import BENCHMARKS, MAX_BARS, REGISTRY, bar_counts
 from benchmarks.rows import LABELS, Row, fmt_value, make_row
 from benchmarks.timing import SAME_HIGH, SAME_LOW, VERDICTS, BenchResult, summarize
@@ -31,13 +32,20 @@ SLOWER_TEXT = (f"no row slower than numpyro (95% interval of the paired ratio wh
 
 
 def summary_rows(results: Iterable[BenchResult]) -> list[Row]:
+    """Every benchmark's rows; a result its record cannot summarize (a benchmark stopped
+    midway, with cases missing) gives an ERROR row instead of losing the others."""
     rows: list[Row] = []
     for res in results:
-        if res.error:
+        error = res.error
+        if not error:
+            try:
+                rows += BENCHMARKS[res.name].rows(res)
+            except Exception as exc:
+                error = f"summary failed ({'stopped' if res.extra.get('stopped') else 'bug'})" \
+                    f": {type(exc).__name__}: {exc}"
+        if error:
             rows.append(make_row(res.name, "ERROR", "", speed=False,
-                                 note=res.error.splitlines()[-1][:120]))
-        else:
-            rows += BENCHMARKS[res.name].rows(res)
+                                 note=error.splitlines()[-1][:120]))
     return rows
 
 
@@ -301,11 +309,22 @@ def verdict_lines(payload: dict[str, Any], status: int, strict: bool,
                  f"slower in {counts['slower']}"
                  + (f", unresolved in {counts['unresolved']} (one repetition)"
                     if counts["unresolved"] else "") + ". ")
+    text += _stops(payload)
     text += f"Exit status {status}"
     if failed and not errors:
         text += (" (--strict: failed targets fail the run)" if strict else
                  " (failed targets fail the run only with --strict)")
     return _wrap(text + ".", WIDTH, "")
+
+
+def _stops(payload: dict[str, Any]) -> str:
+    """Which benchmarks stopped midway or were skipped, and why ("" when none)."""
+    stopped = [f"{name} {b['extra']['stopped']}"
+               for name, b in payload.get("benchmarks", {}).items()
+               if b.get("extra", {}).get("stopped")]
+    skipped = [f"{name} ({why})" for name, why in payload.get("skipped", {}).items()]
+    return (("Stopped: " + "; ".join(stopped) + ". " if stopped else "")
+            + ("Skipped: " + "; ".join(skipped) + ". " if skipped else ""))
 
 
 def target_lines(targets: Sequence[dict[str, Any]]) -> list[str]:
@@ -353,6 +372,27 @@ def _case_table(res: BenchResult) -> list[str]:
     return lines
 
 
+def host_device_table(cases: Sequence[Any]) -> list[str]:
+    """Host and device time per call of the cases that recorded them, one column per
+    variant, each cell looked up by its variant (cases record their variants in the order
+    they ran, which rotates)."""
+    hd = [c for c in cases if c.extra.get("host_device")]
+    if not hd:
+        return []
+    variants = list(dict.fromkeys(v for c in hd for v in c.extra["host_device"]))
+    lines = ["Host and device time per call (median ns over single synchronised calls: host = "
+             "until the call returns, device = from then until `block_until_ready` returns):",
+             "", "| case | " + " | ".join(f"{LABELS.get(v, v)} host / device"
+                                          for v in variants) + " |",
+             "|" + "---|" * (1 + len(variants))]
+    for c in hd:
+        split = c.extra["host_device"]
+        lines.append(f"| {c.name} | " + " | ".join(
+            f"{fmt_value(split[v]['host_ns'], 'ns')} / {fmt_value(split[v]['device_ns'], 'ns')}"
+            if v in split else "-" for v in variants) + " |")
+    return [*lines, ""]
+
+
 def write_markdown(path: Path, payload: dict[str, Any], results: Sequence[BenchResult],
                    plots: Sequence[str]) -> None:
     env = payload["environment"]
@@ -364,7 +404,9 @@ def write_markdown(path: Path, payload: dict[str, Any], results: Sequence[BenchR
         f"- when: {env['timestamp']}, load average at start {env['load_average_start']}, "
         f"at end {payload.get('load_average_end')}",
         f"- jax {v['jax']}, jaxlib {v['jaxlib']}, numpyro {v['numpyro']}, stabledist "
-        f"{v['stabledist']}, Python {env['python']}",
+        f"{v['stabledist']}, {python_build_text(env.get('python_build'))}",
+        *([f"- {payload['profile_note']}"] if payload.get("profile_note") else []),
+        *([f"- not run: {_stops(payload)}"] if _stops(payload) else []),
         f"- backend `{env['backend']}`, device kind `{env['device_kind']}`, "
         f"{env['device_count']} device(s), {env['cpu_count']} CPUs "
         f"(affinity {env['cpu_affinity']}), {env['platform']}",
@@ -397,20 +439,13 @@ def write_markdown(path: Path, payload: dict[str, Any], results: Sequence[BenchR
         lines += [f"- `{k}`: {t}" for k, t in res.variants.items()]
         lines += ["", f"No-cache here: {res.nocache}", ""]
         lines += [*_case_table(res), ""]
-        hd = [c for c in res.cases if c.extra.get("host_device")]
-        if hd:
-            lines += ["Host and device time per call (median ns over single synchronised "
-                      "calls: host = until the call returns, device = from then until "
-                      "`block_until_ready` returns):", "",
-                      "| case | " + " | ".join(f"{LABELS.get(v, v)} host / device"
-                                               for v in hd[0].extra["host_device"]) + " |",
-                      "|" + "---|" * (1 + len(hd[0].extra["host_device"]))]
-            for c in hd:
-                lines.append(f"| {c.name} | " + " | ".join(
-                    f"{fmt_value(x['host_ns'], 'ns')} / {fmt_value(x['device_ns'], 'ns')}"
-                    for x in c.extra["host_device"].values()) + " |")
-            lines.append("")
-        lines += BENCHMARKS[res.name].details(res)
+        lines += host_device_table(res.cases)
+        try:
+            lines += BENCHMARKS[res.name].details(res)
+        except Exception as exc:  # a result stopped midway may lack what details read
+            lines += [f"(details unavailable: {type(exc).__name__}: {exc})", ""]
+        if res.extra.get("stopped"):
+            lines += [f"Stopped: {res.extra['stopped']}.", ""]
         if res.extra.get("skipped"):
             lines += [f"Skipped ({len(res.extra['skipped'])}):", ""]
             lines += [f"- {k}: {why}" for k, why in sorted(res.extra["skipped"].items())]
@@ -433,7 +468,12 @@ def write_plots(outdir: Path, results: Sequence[BenchResult]) -> list[str]:
     by = {r.name: r for r in results if not r.error}
     written: list[str] = []
     for res, plot in ((by[b.name], p) for b in REGISTRY if b.name in by for p in b.plots):
-        fig = plot.draw(res)
+        try:
+            fig = plot.draw(res)
+        except Exception as exc:  # a result stopped midway may lack what the plot reads
+            print(f"warning: {plot.file} not drawn: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+            continue
         if fig is None:
             continue
         if max(bar_counts(fig), default=0) > MAX_BARS:  # tests/test_benchmarks_smoke.py

@@ -31,6 +31,8 @@ LABELS = {
     "stabledist": "stabledist",
     "nocache": "no cache (parameters as jit arguments)",
     "numpyro_preread": "numpyro, lazy values read before jit",
+    "stabledist_closure": "stabledist closure (simplified constants off)",
+    "stabledist_eager": "stabledist, one eager evaluation before jit",
     "plain": "plain attribute read",
     "raw": "raw arrays",
 }

@@ -1,25 +1,35 @@
-"""Run the selected benchmarks in order and write results.json, report.md and plots."""
+"""Run the selected benchmarks in order and write results.json, report.md and plots.
+
+Every benchmark's results are written as soon as it finishes (results.json, report.md and its
+plots, rewritten with each), so a run stopped midway - a device lease ending, ``timeout``,
+Ctrl-C - keeps what it measured. A run with a deadline (``--deadline``, the default on an
+accelerator) skips a benchmark that would end after it, and stops a running one at its next
+step once the deadline has passed, keeping the cases that benchmark had finished.
+"""
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import jax
 
 from benchmarks import report
-from benchmarks.config import Profile
-from benchmarks.environment import describe, load_average
+from benchmarks.config import Profile, accelerator_note
+from benchmarks.environment import describe, load_average, python_build_text
 from benchmarks.registry import BENCHMARKS
-from benchmarks.timing import TRACKER, BenchResult, progress
+from benchmarks.timing import LIVE, TRACKER, BenchResult, Stopped, progress, run_clock
 
 EXIT_OK, EXIT_ERROR, EXIT_SETUP, EXIT_TARGET = 0, 1, 2, 3
 """Exit statuses: a benchmark raised (1), the backend is not the one asked for (2), a
-target failed (3, only with ``--strict``; ``--publish`` implies it)."""
+target failed (3, only with ``--strict``; ``--publish`` implies it). A run stopped by a
+signal exits with 128 + the signal's number, after writing what it measured."""
 
 
 def exit_status(errors: Sequence[str], targets: Sequence[dict[str, Any]], strict: bool) -> int:
@@ -29,8 +39,89 @@ def exit_status(errors: Sequence[str], targets: Sequence[dict[str, Any]], strict
     return EXIT_TARGET if strict and any(t["passed"] is False for t in targets) else EXIT_OK
 
 
+class _Signals:
+    """SIGTERM and SIGINT raise `Stopped` while a benchmark runs; between benchmarks (while
+    files are written) they are only remembered, and the run stops after the write."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.pending: int | None = None
+
+    def handle(self, signum: int, frame: Any) -> None:
+        self.pending = signum
+        if self.armed:
+            self.armed = False
+            raise Stopped(f"stopped by signal {signal.Signals(signum).name}", signum)
+
+    @contextmanager
+    def installed(self) -> Iterator[_Signals]:
+        before = {s: signal.signal(s, self.handle) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield self
+        finally:
+            for s, handler in before.items():
+                signal.signal(s, handler)
+
+
+def _run_one(name: str, profile: Profile, signals: _Signals
+             ) -> tuple[BenchResult, Stopped | None]:
+    """One benchmark; a stop keeps the cases it had finished (`LIVE`), an exception becomes
+    the result's error, so that one failure does not lose the others."""
+    TRACKER.begin(name)
+    progress(TRACKER.line(f"== {name}: {BENCHMARKS[name].summary}"))
+    LIVE.pop(name, None)
+    t0 = time.perf_counter()
+    stopped = None
+    try:
+        signals.armed = True
+        result = BENCHMARKS[name].run(profile)
+    except Stopped as stop:
+        stopped = stop
+        result = LIVE.get(name) or BenchResult(name=name, title=BENCHMARKS[name].summary,
+                                               unit="", variants={}, nocache="")
+        result.extra["stopped"] = f"{stop.reason}, after {len(result.cases)} case(s)"
+        progress(f"!! {name} {result.extra['stopped']}")
+    except Exception:
+        result = BenchResult(name=name, title=BENCHMARKS[name].summary, unit="", variants={},
+                             nocache="", error=traceback.format_exc())
+        progress(f"!! {name} failed:\n{result.error}")
+    finally:
+        signals.armed = False
+    TRACKER.end()
+    result.seconds = time.perf_counter() - t0
+    result.extra["load_average_after"] = load_average()  # how busy the machine was
+    progress(TRACKER.line(f"== {name} done in {result.seconds:.0f}s"))
+    return result, stopped
+
+
+def _skip_reason(name: str, deadline_s: float | None) -> str | None:
+    """Why ``name`` does not start: it would end after the deadline (its planned time,
+    scaled by how fast the finished steps went)."""
+    if deadline_s is None:
+        return None
+    now, need = run_clock(), TRACKER.remaining(name)
+    if now + need <= deadline_s:
+        return None
+    return (f"not started at {now / 60:.1f} min: planned ~{need / 60:.1f} min, past the "
+            f"{deadline_s / 60:.1f}-minute deadline")
+
+
+def _header(profile: Profile, only: Sequence[str], env: dict[str, Any], out: Path,
+            deadline_s: float | None) -> str:
+    mem = env.get("device_memory_bytes")
+    note = accelerator_note(profile)
+    return (f"stabledist benchmarks, profile {profile.label}: {', '.join(only)}; backend "
+            f"{env['backend']} ({env['device_kind']}, {env['device_count']} device(s)"
+            + (f", {mem / 2**30:.1f} GiB" if mem else "") + f"), jax "
+            f"{env['versions']['jax']}, numpyro {env['versions']['numpyro']}, "
+            f"{python_build_text(env.get('python_build'))}; output {out}"
+            + (f"\n{note}" if note else "")
+            + (f"\ndeadline {deadline_s / 60:.1f} min: a benchmark that would end later is "
+               "skipped, a running one stops at its next step after it" if deadline_s else ""))
+
+
 def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: str,
-        strict: bool = False) -> tuple[int, dict[str, Any]]:
+        strict: bool = False, deadline_s: float | None = None) -> tuple[int, dict[str, Any]]:
     """Run, report, and return ``(exit status, results payload)``."""
     out.mkdir(parents=True, exist_ok=True)
     env = describe()
@@ -39,58 +130,72 @@ def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: 
         return EXIT_SETUP, {}
     TRACKER.set_plan({n: (BENCHMARKS[n].steps(profile), BENCHMARKS[n].seconds(profile))
                       for n in only})
+    TRACKER.deadline = (None if deadline_s is None
+                        else time.perf_counter() - run_clock() + deadline_s)
     TRACKER.start_heartbeat()
-    mem = env.get("device_memory_bytes")
-    progress(f"stabledist benchmarks, profile {profile.label}: {', '.join(only)}; backend "
-             f"{env['backend']} ({env['device_kind']}, {env['device_count']} device(s)"
-             + (f", {mem / 2**30:.1f} GiB" if mem else "") + f"), jax "
-             f"{env['versions']['jax']}, numpyro {env['versions']['numpyro']}; output {out}")
-    t_start = time.perf_counter()
+    progress(_header(profile, only, env, out, deadline_s))
     results: list[BenchResult] = []
+    skipped: dict[str, str] = {}
+    plots: list[str] = []
+    signals = _Signals()
     payload: dict[str, Any] = {}
-    for name in only:
-        TRACKER.begin(name)
-        progress(TRACKER.line(f"== {name}: {BENCHMARKS[name].summary}"))
-        t0 = time.perf_counter()
-        try:
-            result = BENCHMARKS[name].run(profile)
-        except Exception:  # one failure must not lose the others
-            result = BenchResult(name=name, title=BENCHMARKS[name].summary, unit="", variants={},
-                                 nocache="", error=traceback.format_exc())
-            progress(f"!! {name} failed:\n{result.error}")
-        TRACKER.end()
-        result.seconds = time.perf_counter() - t0
-        result.extra["load_average_after"] = load_average()  # how busy the machine was
-        results.append(result)
-        progress(TRACKER.line(f"== {name} done in {result.seconds:.0f}s"))
-        payload = _payload(profile, command, env, results, t_start)
-        report.write_json(out / "results.json", payload)  # partial results survive a crash
-    plots = report.write_plots(out, results)
-    payload = _payload(profile, command, env, results, t_start)
-    payload["plots"] = plots
+    stopped: Stopped | None = None
+    with signals.installed():
+        for name in only:
+            reason = ("not started: the run was stopped" if stopped or signals.pending
+                      else _skip_reason(name, deadline_s))
+            if reason:
+                skipped[name] = reason
+                progress(f"-- {name} skipped: {reason}")
+                continue
+            result, stop = _run_one(name, profile, signals)
+            stopped = stopped or stop
+            results.append(result)
+            plots += report.write_plots(out, [result])
+            payload = _write(out, profile, command, env, results, plots, skipped)
+        payload = _write(out, profile, command, env, results, plots, skipped)
+    return _finish(payload, results, plots, out, strict, signals.pending), payload
+
+
+def _write(out: Path, profile: Profile, command: str, env: dict[str, Any],
+           results: Sequence[BenchResult], plots: Sequence[str],
+           skipped: dict[str, str]) -> dict[str, Any]:
+    """results.json and report.md of what has run so far."""
+    payload = _payload(profile, command, env, results)
+    payload["plots"] = list(plots)
+    payload["skipped"] = dict(skipped)
     report.write_json(out / "results.json", payload)
     report.write_markdown(out / "report.md", payload, results, plots)
+    return payload
+
+
+def _finish(payload: dict[str, Any], results: Sequence[BenchResult], plots: Sequence[str],
+            out: Path, strict: bool, signum: int | None) -> int:
+    """Print the verdict table, the targets and the verdict; the exit status."""
     errors = [r.name for r in results if r.error]
     status = exit_status(errors, payload["targets"], strict)
+    if signum is not None:
+        status = 128 + signum
     print()
     print("\n".join(report.compact_lines(payload)))
     print()
     print("\n".join(report.verdict_lines(payload, status, strict, errors)))
     print(f"details: {out / 'report.md'} (results.json, {len(plots)} plots; "
           f"{payload['seconds']:.0f} s)")
-    return status, payload
+    return status
 
 
 def _payload(profile: Profile, command: str, env: dict[str, Any],
-             results: Sequence[BenchResult], t_start: float) -> dict[str, Any]:
+             results: Sequence[BenchResult]) -> dict[str, Any]:
     rows = report.summary_rows(results)
     return {
         "schema": 2,
         "command": command,
         "profile": profile.as_dict(),
+        "profile_note": accelerator_note(profile),
         "environment": env,
         "load_average_end": load_average(),
-        "seconds": time.perf_counter() - t_start,
+        "seconds": run_clock(),
         "benchmarks": {r.name: r.as_dict() for r in results},
         "summary": rows,
         "targets": report.evaluate_targets(results, rows, profile.judge_timing),

@@ -24,6 +24,18 @@ from typing import Any
 Timed = Callable[[int], int]
 """``fn(number)`` runs the measured code ``number`` times and returns the elapsed ns."""
 
+
+class Stopped(BaseException):
+    """The run stops now: its deadline passed (raised by `Tracker.step`, so at a step
+    boundary) or a signal asked it to (``timeout`` sends SIGTERM). A BaseException, so that
+    no benchmark's ``except Exception`` swallows it; the runner catches it, keeps what the
+    benchmark measured so far and writes the results."""
+
+    def __init__(self, reason: str, signum: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.signum = signum
+
 _T0 = time.perf_counter()
 
 
@@ -45,6 +57,7 @@ class Tracker:
         self.finished_planned = 0.0  # planned seconds of finished steps
         self.finished_actual = 0.0  # their actual seconds
         self.heartbeat = heartbeat
+        self.deadline: float | None = None  # perf_counter time after which steps stop
         self.last_print = time.perf_counter()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -69,7 +82,10 @@ class Tracker:
         self.done.setdefault(bench, 0)
 
     def step(self, label: str) -> None:
-        """Begin the next step of the current benchmark and print the progress line."""
+        """Begin the next step of the current benchmark and print the progress line; past
+        the deadline, raise `Stopped` instead (the step is not begun)."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise Stopped(f"deadline passed before step: {label}")
         with self._lock:
             self._close_step()
             self.label = label
@@ -111,6 +127,13 @@ class Tracker:
             speed = min(5.0, max(0.3, self.finished_actual / self.finished_planned))
         return left * speed
 
+    def remaining(self, bench: str) -> float:
+        """Seconds ``bench`` is planned to take, scaled by how fast the finished steps went."""
+        speed = 1.0
+        if self.finished_planned > 5:
+            speed = min(5.0, max(0.3, self.finished_actual / self.finished_planned))
+        return self.plan.get(bench, (1, 0.0))[1] * speed
+
     def line(self, message: str) -> str:
         k, n = self.counts()
         eta = self.eta()
@@ -138,6 +161,11 @@ class Tracker:
 
 TRACKER = Tracker()
 """The run's progress tracker (the runner sets its plan; benchmarks call ``step``)."""
+
+
+def run_clock() -> float:
+    """Seconds since the suite was imported (about when the process started)."""
+    return time.perf_counter() - _T0
 
 
 def progress(message: str) -> None:
@@ -321,7 +349,9 @@ class Case:
 
 @dataclass
 class BenchResult:
-    """Everything one benchmark produced, JSON-ready through :meth:`as_dict`."""
+    """Everything one benchmark produced, JSON-ready through :meth:`as_dict`. The latest one
+    created per name is kept in `LIVE`, so that a run stopped midway keeps the cases a
+    benchmark had finished."""
 
     name: str
     title: str
@@ -332,6 +362,9 @@ class BenchResult:
     extra: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        LIVE[self.name] = self
 
     def case(self, name: str) -> Case | None:
         return next((c for c in self.cases if c.name == name), None)
@@ -347,6 +380,9 @@ class BenchResult:
             }
         return out
 
+
+LIVE: dict[str, BenchResult] = {}
+"""The latest `BenchResult` created per benchmark name (the one being filled)."""
 
 RATIO_PAIRS: tuple[tuple[str, str], ...] = (
     ("numpyro", "stabledist"),

@@ -49,23 +49,48 @@ def test_the_page_states_the_commit_it_measured() -> None:
     assert f"Measured at commit `{commit}`" in DOC.read_text()
 
 
+def neutral_commits(text: str) -> set[str]:
+    """Commits the page declares measurement-neutral (``<!-- measurement-neutral: <sha>
+    why -->``): they changed ``benchmarks/`` without changing what the published rows measure
+    (a new benchmark, the report, a refactor), so the published numbers still hold. Only
+    ``benchmarks/``: a change to ``stabledist/`` always needs new numbers. ``--publish``
+    removes these lines."""
+    return set(re.findall(r"<!-- measurement-neutral: ([0-9a-f]{40})\b", text))
+
+
 def test_published_results_are_not_older_than_the_code() -> None:
-    commit = measured_commit(DOC.read_text())
+    text = DOC.read_text()
+    commit = measured_commit(text)
     assert commit is not None, f"docs/benchmarks.md states no measured commit; {FIX}"
     known = _git("cat-file", "-e", f"{commit}^{{commit}}")
     assert known.returncode == 0, (
         f"the measured commit {commit} is not in this repository (a shallow clone?); {FIX}")
-    diff = _git("diff", "--quiet", commit, "HEAD", "--", *CODE)
+    since = _git("rev-list", f"{commit}..HEAD", "--", *CODE).stdout.split()
+    neutral = neutral_commits(text)
+    for sha in set(since) & neutral:
+        core = _git("diff", "--stat", f"{sha}^", sha, "--", "stabledist").stdout
+        assert not core, f"{sha[:12]} is declared measurement-neutral but changes stabledist/"
+    stale = [sha for sha in since if sha not in neutral]
     changed = _git("diff", "--stat", commit, "HEAD", "--", *CODE).stdout
-    assert diff.returncode == 0, (
+    assert not stale, (
         f"docs/benchmarks.md shows results of {commit[:12]}, but {'/ and '.join(CODE)}/ "
-        f"changed since:\n{changed}\n{FIX}")
+        f"changed since (commits {', '.join(s[:12] for s in stale)}):\n{changed}\n{FIX}")
 
 
 def test_measured_commit_parser_rejects_a_page_without_one() -> None:
     assert measured_commit("Measured at commit `abc`") is None
     sha = "0123456789abcdef0123456789abcdef01234567"
     assert measured_commit(f"<!-- measured-commit: {sha} -->") == sha
+    assert neutral_commits(f"<!-- measurement-neutral: {sha} a new benchmark -->") == {sha}
+    assert neutral_commits(f"<!-- measurement-neutral: {sha[:12]} -->") == set()
+
+
+def test_publishing_drops_the_measurement_neutral_lines() -> None:
+    from benchmarks.publish import NEUTRAL
+
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    page = f"a\n<!-- measurement-neutral: {sha} the report only -->\nb\n"
+    assert NEUTRAL.sub("", page) == "a\nb\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -368,3 +393,214 @@ def test_e2e_target_uses_the_interval_rule() -> None:
     res.cases = [Case("m SVI", {}, {"numpyro": [1.0], "stabledist": [2.0]})]
     verdict = check(res)
     assert verdict is not None and verdict.passed is None  # one repetition: no interval
+
+
+# --------------------------------------------------------------------------------------------
+# a run that fits a device lease: the accelerator profile, the deadline, results kept
+# --------------------------------------------------------------------------------------------
+
+
+def test_gpu_runs_the_accelerator_profile_with_a_deadline_and_says_so() -> None:
+    from benchmarks.__main__ import parse_args, profile_of
+    from benchmarks.config import (
+        ACCELERATOR_CHANGES,
+        DEADLINE_MIN,
+        PROFILES,
+        accelerator_note,
+    )
+
+    gpu = parse_args(["--device", "gpu", "--out", "x"])
+    assert profile_of(gpu) is PROFILES["accelerator"] and gpu.deadline == DEADLINE_MIN
+    assert parse_args(["--device", "tpu", "--out", "x"]).profile == "accelerator"
+    cpu = parse_args(["--out", "x"])
+    assert cpu.profile == "default" and cpu.deadline == 0
+    whole = parse_args(["--device", "gpu", "--default", "--deadline", "0", "--out", "x"])
+    assert whole.profile == "default" and whole.deadline == 0
+    assert parse_args(["--device", "gpu", "--quick", "--out", "x"]).profile == "quick"
+    accelerator, default = PROFILES["accelerator"], PROFILES["default"]
+    for field, value in ACCELERATOR_CHANGES.items():
+        assert getattr(accelerator, field) == value != getattr(default, field), field
+    note = accelerator_note(accelerator)
+    assert "10-minute" in note and "e2e_reps 4 -> 2" in note and "without gp" in note
+    assert accelerator_note(default) == ""
+    with pytest.raises(SystemExit):
+        parse_args(["--deadline", "-1"])
+
+
+def test_the_environment_records_the_python_build() -> None:
+    from benchmarks.environment import python_build, python_build_text
+
+    build = python_build()
+    assert build["version"] == ".".join(map(str, sys.version_info[:3]))
+    for key in ("config_args", "dtrace", "shared", "compiler", "executable"):
+        assert key in build, key
+    assert isinstance(build["dtrace"], bool) and isinstance(build["shared"], bool)
+    text = python_build_text(build)
+    assert text.startswith(f"Python {build['version']} (") and "dtrace" in text
+    assert ("shared libpython" in text) == build["shared"]
+
+
+def _fake_record(name: str, run: object, seconds: float = 1.0) -> object:
+    from benchmarks.registry import Benchmark
+    from benchmarks.rows import single
+
+    return Benchmark(name=name, summary=f"{name} summary", heading=name, run=run,
+                     steps=lambda p: 1, seconds=lambda p: seconds,
+                     rows=lambda res: [single(res.name, c, res.unit) for c in res.cases])
+
+
+def _fake_result(name: str, cases: int) -> BenchResult:
+    from benchmarks.timing import BenchResult, Case
+
+    res = BenchResult(name, "t", "s", {"numpyro": "", "stabledist": ""}, "")
+    for i in range(cases):
+        res.cases.append(Case(f"case {i}", {}, {"numpyro": [1.0, 1.1], "stabledist": [1.0, 1.0]}))
+    return res
+
+
+def test_each_benchmark_is_written_when_it_ends_and_a_stopped_run_keeps_its_cases(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """results.json and report.md are rewritten after every benchmark; a stop (deadline,
+    SIGTERM) keeps the cases the running benchmark finished and starts no other."""
+    import json
+
+    from benchmarks import runner
+    from benchmarks.config import PROFILES
+    from benchmarks.registry import BENCHMARKS
+    from benchmarks.timing import Stopped
+
+    def second(profile: object) -> None:
+        written = json.loads((tmp_path / "results.json").read_text())
+        assert list(written["benchmarks"]) == ["fake_a"]  # the first one, already on disk
+        _fake_result("fake_b", 1)  # registered as the live result, then the stop
+        raise Stopped("deadline passed before step: next")
+
+    for name, run in (("fake_a", lambda p: _fake_result("fake_a", 2)), ("fake_b", second),
+                      ("fake_c", lambda p: _fake_result("fake_c", 1))):
+        monkeypatch.setitem(BENCHMARKS, name, _fake_record(name, run))
+    status, payload = runner.run(PROFILES["smoke"], ["fake_a", "fake_b", "fake_c"], tmp_path,
+                                 "cpu", "test")
+    assert status == 0
+    written = json.loads((tmp_path / "results.json").read_text())
+    assert [len(b["cases"]) for b in written["benchmarks"].values()] == [2, 1]
+    assert written["benchmarks"]["fake_b"]["extra"]["stopped"].endswith("after 1 case(s)")
+    assert written["skipped"] == {"fake_c": "not started: the run was stopped"}
+    report = (tmp_path / "report.md").read_text()
+    assert "Stopped: deadline passed" in report and "fake_c (not started" in report
+    assert [r["case"] for r in payload["summary"]] == ["case 0", "case 1", "case 0"]
+
+
+def test_a_deadline_skips_a_benchmark_planned_to_end_after_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import runner
+    from benchmarks.config import PROFILES
+    from benchmarks.registry import BENCHMARKS
+    from benchmarks.timing import TRACKER, run_clock
+
+    monkeypatch.setitem(BENCHMARKS, "fake_a", _fake_record(
+        "fake_a", lambda p: _fake_result("fake_a", 1), seconds=1.0))
+    monkeypatch.setitem(BENCHMARKS, "fake_b", _fake_record(
+        "fake_b", lambda p: _fake_result("fake_b", 1), seconds=10_000.0))
+    _, payload = runner.run(PROFILES["smoke"], ["fake_a", "fake_b"], tmp_path, "cpu", "t",
+                            deadline_s=run_clock() + 600)
+    assert list(payload["benchmarks"]) == ["fake_a"]
+    assert "past the" in payload["skipped"]["fake_b"]
+    assert TRACKER.deadline is not None
+    runner.run(PROFILES["smoke"], ["fake_a"], tmp_path, "cpu", "t")
+    assert TRACKER.deadline is None  # a run without a deadline clears the last one
+
+
+def test_host_device_table_looks_each_cell_up_by_its_variant() -> None:
+    """Cases record their variants in the order they ran, which rotates: a column must not
+    take its values from another variant."""
+    from benchmarks.report import host_device_table
+    from benchmarks.timing import Case
+
+    def split(ns: float) -> dict:
+        return {"host_ns": ns, "device_ns": ns / 10}
+
+    cases = [Case("a", extra={"host_device": {"numpyro": split(1e6), "stabledist": split(1e3)}}),
+             Case("b", extra={"host_device": {"stabledist": split(2e3), "numpyro": split(2e6)}})]
+    lines = host_device_table(cases)
+    assert "numpyro host / device | stabledist host / device" in lines[2]
+    assert lines[4] == "| a | 1 ms / 100 us | 1 us / 100 ns |"
+    assert lines[5] == "| b | 2 ms / 200 us | 2 us / 200 ns |"
+
+
+# --------------------------------------------------------------------------------------------
+# the constants benchmark: modes, rows, the compiled programs' operations
+# --------------------------------------------------------------------------------------------
+
+
+def _constants_result(problems: int) -> BenchResult:
+    from benchmarks.timing import BenchResult, Case
+
+    res = BenchResult("constants", "t", "ns/call", {}, "")
+    ops = {"transcendental": 13, "linear algebra": 0, "parameters": 12}
+    for i in range(problems):
+        for mode, variants in (("as jit arguments", ("stabledist", "numpyro",
+                                                     "stabledist_closure", "stabledist_eager")),
+                               ("simplified constants", ("stabledist", "numpyro",
+                                                         "stabledist_eager"))):
+            samples = {v: [1e4 * (j + 1), 1.1e4 * (j + 1)] for j, v in enumerate(variants)}
+            res.cases.append(Case(
+                f"{mode}: truncnormal_logp {10 ** i}", {"family": "truncnormal_logp"},
+                samples, extra={"first_call_s": {v: 0.5 for v in variants},
+                                "first_call_reps": {v: [0.5, 0.4] for v in variants},
+                                "program_ops": {v: ops for v in variants}}))
+    return res
+
+
+def test_constants_rows_are_labelled_by_mode_and_judged() -> None:
+    from benchmarks.registry import BENCHMARKS
+
+    rows = BENCHMARKS["constants"].rows(_constants_result(2))
+    assert [r["case"] for r in rows[:2]] == ["as jit arguments: truncnormal_logp 1 per call",
+                                             "simplified constants: truncnormal_logp 1 per call"]
+    assert len(rows) == 8 and all(r["judged"] for r in rows)
+    assert sum(r["case"].endswith("first call") for r in rows) == 4
+    arguments = rows[0]["note"]
+    assert "stabledist closure (simplified constants off) 31.5 us" in arguments
+    assert "13 transcendental op(s), 12 argument(s)" in arguments
+    details = "\n".join(BENCHMARKS["constants"].details(_constants_result(1)))
+    assert details.count("| as jit arguments: truncnormal_logp 1 |") == 4
+
+
+def test_constants_plot_has_at_most_15_bars_per_panel() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from benchmarks.registry import BENCHMARKS, MAX_BARS, bar_counts
+
+    (plot,) = BENCHMARKS["constants"].plots
+    for problems in (1, 3, 5):
+        fig = plot.draw(_constants_result(problems))
+        counts = bar_counts(fig)
+        plt.close(fig)
+        assert max(counts) <= MAX_BARS and sum(counts) == 2 * 5 * problems, counts
+
+
+def test_program_ops_counts_the_entry_arguments_and_the_folded_work() -> None:
+    from benchmarks.bench_constants import MODES, program_ops
+
+    hlo = """HloModule m
+
+%fused (p0: f32[4], p1: f32[4]) -> f32[4] {
+  %p0 = f32[4]{0} parameter(0)
+  %p1 = f32[4]{0} parameter(1)
+  %e = f32[4]{0} erf(f32[4]{0} %p0)
+  %l = f32[4]{0} log(f32[4]{0} %p1)
+  ROOT %m = f32[4]{0} multiply(f32[4]{0} %e, f32[4]{0} %l)
+}
+
+ENTRY %main (Arg_0: f32[4], x: f32[4]) -> f32[4] {
+  %Arg_0 = f32[4]{0} parameter(0)
+  %x = f32[4]{0} parameter(1)
+  ROOT %f = f32[4]{0} fusion(f32[4]{0} %Arg_0, f32[4]{0} %x), kind=kLoop, calls=%fused
+}
+"""
+    assert program_ops(hlo) == {"transcendental": 2, "linear algebra": 0, "parameters": 2}
+    assert {m.flag for m in MODES.values()} == {"0", "1"}
+    assert len({m.label for m in MODES.values()}) == len(MODES)

@@ -67,6 +67,12 @@ def test_json_has_environment_and_every_benchmark(smoke_run: tuple[Path, str]) -
     for name in ("jax", "jaxlib", "numpyro"):
         assert env["versions"][name], name
     assert env["backend"] == "cpu"
+    # the Python build decides what host-side Python costs (a cache hit): recorded beside
+    # the CPU and the device
+    build = env["python_build"]
+    assert build["version"] == env["python"] and "config_args" in build
+    assert isinstance(build["dtrace"], bool) and isinstance(build["shared"], bool)
+    assert "JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS" in env["env"]
     assert data["profile"]["name"] == "smoke"
     assert set(data["benchmarks"]) == set(BENCHMARKS)
     for name, bench in data["benchmarks"].items():
@@ -93,6 +99,28 @@ def test_json_has_environment_and_every_benchmark(smoke_run: tuple[Path, str]) -
     assert calls[0]["new_traces"] == 1 and len(calls) == 7
     # host / device split recorded for rows with device work
     assert data["benchmarks"]["dispatch"]["cases"][0]["extra"]["host_device"]["stabledist"]
+
+
+def test_constants_rows_are_separated_by_mode(smoke_run: tuple[Path, str]) -> None:
+    """The simplified-constants flag is set in a fresh process per mode, read back there,
+    and every case and row names its mode."""
+    out, _ = smoke_run
+    data = json.loads((out / "results.json").read_text())
+    bench = data["benchmarks"]["constants"]
+    modes = bench["extra"]["modes"]
+    assert {m["flag"] for m in modes.values()} == {"0", "1"}
+    if bench["extra"].get("skipped"):  # a jax without the option: no case, said why
+        assert not bench["cases"]
+        return
+    assert {m["flag"]: m["flag_read"] for m in modes.values()} == {"0": False, "1": True}
+    labels = {m["label"] for m in modes.values()}
+    for case in bench["cases"]:
+        label = case["name"].split(": ")[0]
+        assert label in labels and case["params"]["flag"] == (label == "simplified constants")
+        assert case["extra"]["program_ops"]["stabledist"]["parameters"] >= 1
+    rows = [r for r in data["summary"] if r["benchmark"] == "constants"]
+    assert rows and all(r["case"].split(": ")[0] in labels for r in rows)
+    assert "bench-constants.png" in data["plots"]
 
 
 VALUE = re.compile(r"^(-|[+-]?\d[\d,]*(\.\d+)?)$")  # a bare number: its unit is the group's
