@@ -4,6 +4,7 @@ user's stable class (passes) and on broken ones (fails, saying why)."""
 from __future__ import annotations
 
 import dis
+import functools
 import os
 import re
 import subprocess
@@ -29,6 +30,7 @@ from stabledist.testing import (
     _compare,
     _registry,
     _strategies,
+    _twin,
     check_stable,
 )
 from stabledist.testing._compare import COVERAGE
@@ -130,6 +132,209 @@ def make_leaky() -> Leaky:
 
 def make_upstream_mvn() -> nd.MultivariateNormal:
     return nd.MultivariateNormal(jnp.zeros(3), scale_tril=jnp.eye(3))
+
+
+# Users' classes in each documented style (docs/guides/own-distributions.md), each beside one
+# with a planted stability bug. Module level: the hash-seed workers import them.
+
+
+class NormalPrecision(stabledist.Distribution):
+    """Style 1, a subclass of ``stabledist.Distribution``: the guide's class, verbatim."""
+
+    arg_constraints: ClassVar[dict] = {"loc": constraints.real,
+                                       "precision": constraints.positive}
+    support = constraints.real
+    reparametrized_params: ClassVar[list[str]] = ["loc", "precision"]
+
+    def __init__(self, loc=0.0, precision=1.0, *, validate_args=None):
+        self.loc, self.precision = promote_shapes(loc, precision)
+        batch_shape = jax.lax.broadcast_shapes(jnp.shape(loc), jnp.shape(precision))
+        super().__init__(batch_shape=batch_shape, validate_args=validate_args)
+
+    @lazy_property
+    def scale(self):
+        return jax.lax.rsqrt(self.precision)
+
+    def sample(self, key, sample_shape=()):
+        eps = jax.random.normal(key, sample_shape + self.batch_shape)
+        return self.loc + eps * self.scale
+
+    def log_prob(self, value):
+        return stabledist.Normal(self.loc, self.scale).log_prob(value)
+
+
+class SloppyPrecision(stabledist.Distribution):
+    """Style 1, planted bug: an attribute the constructor sets outside the field table, which
+    every tree_unflatten (jit, vmap, scan) drops."""
+
+    arg_constraints: ClassVar[dict] = {"loc": constraints.real,
+                                       "precision": constraints.positive}
+    support = constraints.real
+
+    def __init__(self, loc=0.0, precision=1.0, *, validate_args=None):
+        self.loc, self.precision = promote_shapes(loc, precision)
+        self.log_precision = jnp.log(self.precision)  # the bug: not declared
+        batch_shape = jax.lax.broadcast_shapes(jnp.shape(loc), jnp.shape(precision))
+        super().__init__(batch_shape=batch_shape, validate_args=validate_args)
+
+    def log_prob(self, value):
+        precision, z = jnp.exp(self.log_precision), value - self.loc
+        return 0.5 * (self.log_precision - jnp.log(2 * jnp.pi) - precision * z**2)
+
+
+class MyNormal(stabledist.Normal):
+    """Style 2, a subclass of a stable class, with one lazy property of its own."""
+
+    @lazy_property
+    def precision(self):
+        return self.scale**-2
+
+
+class Tempered(stabledist.Normal):
+    """Style 2, overriding a method through ``super()``, with a parameter of its own."""
+
+    arg_constraints: ClassVar[dict] = {**nd.Normal.arg_constraints,
+                                       "temperature": constraints.positive}
+
+    def __init__(self, loc=0.0, scale=1.0, temperature=2.0, *, validate_args=None):
+        self.temperature = temperature
+        super().__init__(loc, scale, validate_args=validate_args)
+
+    def log_prob(self, value):
+        return super().log_prob(value) / self.temperature
+
+
+class ColdTempered(Tempered):
+    """A user's class on a user's class: its twin's base is the twin of ``Tempered``."""
+
+    def log_prob(self, value):
+        return super().log_prob(value) * 0.5
+
+
+class MemoNormal(stabledist.Normal):
+    """Style 2, planted bug: ``log_prob`` caches a value by hand in ``__dict__``."""
+
+    @lazy_property
+    def precision(self):
+        return self.scale**-2
+
+    def log_prob(self, value):
+        if "_half_log_precision" not in self.__dict__:
+            self.__dict__["_half_log_precision"] = 0.5 * jnp.log(self.precision)
+        return super().log_prob(value)
+
+
+class Rate(nd.Distribution):
+    """Style 3, a numpyro class (the guide's ``Upstream``), made stable below."""
+
+    arg_constraints: ClassVar[dict] = {"rate": constraints.positive}
+    support = constraints.positive
+
+    def __init__(self, rate, *, validate_args=None):
+        self.rate = rate
+        super().__init__(jnp.shape(rate), validate_args=validate_args)
+
+    @lazy_property
+    def mean(self):
+        return 1.0 / self.rate
+
+    def sample(self, key, sample_shape=()):
+        return jax.random.exponential(key, sample_shape + self.batch_shape) / self.rate
+
+    def log_prob(self, value):
+        return jnp.log(self.rate) - self.rate * value
+
+
+StableRate = stabledist.make_stable(Rate)
+_SEEN: list[object] = []
+
+
+@stabledist.make_stable
+class LeakyRate(Rate):
+    """Style 3, planted bug: ``log_prob`` keeps its argument, so a tracer escapes ``jit``."""
+
+    def log_prob(self, value):
+        _SEEN.append(value)
+        return super().log_prob(value)
+
+
+class OldStyleNormal(stabledist.Normal):
+    """Names its own class (``super(OldStyleNormal, self)``): the twin rebinds the name."""
+
+    def __init__(self, loc=0.0, scale=1.0, *, validate_args=None):
+        super(OldStyleNormal, self).__init__(loc, scale, validate_args=validate_args)  # noqa: UP008
+
+    def log_prob(self, value):
+        return super(OldStyleNormal, self).log_prob(value) - 1.0  # noqa: UP008
+
+
+class _Meta(type(stabledist.Distribution)):
+    """A metaclass of the user's own: no class on numpyro's base can have it."""
+
+
+class WithMeta(stabledist.Normal, metaclass=_Meta):
+    @lazy_property
+    def precision(self):
+        return self.scale**-2
+
+
+class _Halved:
+    """A descriptor of a kind the twin builder does not know."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def __get__(self, instance, owner=None):
+        return self if instance is None else 0.5 * self.f(instance)
+
+
+class HalvedVariance(stabledist.Normal):
+    @_Halved
+    def half_variance(self):
+        return super().variance
+
+
+def make_normal_precision() -> NormalPrecision:
+    return NormalPrecision(jnp.zeros(3), jnp.array([1.0, 4.0, 0.25]))
+
+
+def make_sloppy_precision() -> SloppyPrecision:
+    return SloppyPrecision(jnp.zeros(2), jnp.array([1.0, 4.0]))
+
+
+def make_my_normal() -> MyNormal:
+    return MyNormal(jnp.zeros(2), jnp.array([0.5, 2.0]))
+
+
+def make_tempered() -> Tempered:
+    return Tempered(jnp.zeros(2), jnp.ones(2), 2.0)
+
+
+def make_memo_normal() -> MemoNormal:
+    return MemoNormal(jnp.zeros(2), jnp.ones(2))
+
+
+def make_rate() -> Rate:
+    return StableRate(jnp.array([1.0, 2.0]))
+
+
+def make_leaky_rate() -> LeakyRate:
+    return LeakyRate(jnp.array([1.0, 2.0]))
+
+
+def make_with_meta() -> WithMeta:
+    return WithMeta(jnp.zeros(2), jnp.ones(2))
+
+
+def make_normal_of(n: int) -> stabledist.Normal:
+    return stabledist.Normal(jnp.zeros(n), 1.0)
+
+
+_SHARED = stabledist.Normal(jnp.zeros(2), 1.0)
+
+
+def make_shared() -> stabledist.Normal:
+    return _SHARED
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,6 +573,196 @@ def test_check_stable_compares_python_float_parameters_as_jax_holds_them() -> No
     report = check_stable(lambda: stabledist.Normal(0.3, 1.1),
                           properties=["jit", "vmap", "control_flow", "round_trip"])
     assert set(report.passed) == {"jit", "vmap", "control_flow", "round_trip"}
+
+
+# ---------------------------------------------------------------------------------------------
+# check_stable on users' classes: every documented style passes, a planted bug fails with its
+# line, and values are compared with the class's numpyro twin, never with its parent.
+# ---------------------------------------------------------------------------------------------
+
+ALWAYS = set(testing.PROPERTIES) - {"parametrizations", "pmap", "shard_map"}
+FAILED = re.compile(r"^(\w+): \[\1\] ", re.MULTILINE)  # "name: [name] Class: what"
+
+
+def _runs_everything(report: testing.StabilityReport, *,
+                     left_out: frozenset[str] = frozenset()) -> None:
+    """Every property ran but those that need devices, have nothing to do (one
+    parametrization) or compare with a missing numpyro twin (``left_out``)."""
+    assert set(report.passed) >= ALWAYS - left_out, report
+    allowed = {"parametrizations", *left_out} | {p for p, why in report.skipped.items()
+                                                 if "device" in why}
+    assert set(report.skipped) <= allowed, report
+
+
+@pytest.mark.parametrize(("make", "compared_with"), [
+    (make_normal_precision, "its numpyro twin: NormalPrecision's own body on "
+                            "numpyro.distributions.distribution.Distribution"),
+    (make_my_normal, "its numpyro twin: MyNormal's own body on "
+                     "numpyro.distributions.continuous.Normal"),
+    (make_tempered, "its numpyro twin: Tempered's own body on "
+                    "numpyro.distributions.continuous.Normal"),
+    (make_rate, f"{__name__}.Rate"),
+], ids=["Distribution-subclass", "stable-subclass", "stable-subclass-super", "make_stable"])
+def test_check_stable_passes_on_each_documented_style(make, compared_with) -> None:
+    report = check_stable(make, cycles=200)
+    _runs_everything(report)
+    assert report.compared_with == {type(make()).__name__: compared_with}
+    assert f"compared with {compared_with}" in str(report)
+
+
+@pytest.mark.parametrize(("make", "failed", "line"), [
+    (make_sloppy_precision, {"round_trip"},
+     "round_trip: [round_trip] SloppyPrecision: tree_unflatten drops attribute(s) "
+     "['log_precision']: they are not pytree fields"),
+    (make_memo_normal, {"access_plan"},
+     "access_plan: [access_plan] MemoNormal: vars() changed after AccessPlan("),
+    (make_leaky_rate, {"jit", "vmap", "pmap", "shard_map"},
+     "jit: [jit] LeakyRate: values read inside jit: a tracer leaked"),
+], ids=["Distribution-subclass", "stable-subclass", "make_stable"])
+def test_check_stable_fails_a_planted_bug_in_each_style(make, failed, line) -> None:
+    with pytest.raises(StabilityError) as info:
+        check_stable(make, cycles=200)
+    _SEEN.clear()
+    message = str(info.value)
+    assert line in message
+    if jax.device_count() < 2:
+        failed = failed - {"pmap", "shard_map"}
+    assert set(FAILED.findall(message)) == failed, message
+
+
+def test_the_twin_is_the_class_body_on_numpyros_base() -> None:
+    """``destabilize`` gives what numpyro computes for the class: its own body (lazy
+    properties as numpyro's, ``super()`` and the class's name rebound), not its parent."""
+    d = make_my_normal()
+    twin = testing.destabilize(d)
+    assert type(twin).__bases__ == (nd.Normal,) and not stabledist.is_stable(twin)
+    prop = vars(type(twin))["precision"]
+    assert isinstance(prop, lazy_property) and not isinstance(prop, stabledist.cached_lazy_property)
+    assert jnp.array_equal(twin.precision, d.precision)
+    assert "precision" in vars(twin) and "precision" not in vars(d)  # numpyro's caching
+    hot, x = make_tempered(), jnp.array([0.5, -1.0])
+    want = nd.Normal(0.0, 1.0).log_prob(x) / 2.0
+    assert jnp.allclose(testing.destabilize(hot).log_prob(x), want)
+    assert jnp.allclose(hot.log_prob(x), want)
+    cold = ColdTempered(jnp.zeros(2), jnp.ones(2), 2.0)
+    cold_twin = testing.destabilize(cold)
+    assert type(cold_twin).__bases__ == (type(testing.destabilize(hot)),)
+    assert jnp.allclose(cold_twin.log_prob(x), want * 0.5)
+    assert jnp.allclose(cold.log_prob(x), want * 0.5)
+    assert type(testing.destabilize(make_rate())) is Rate  # make_stable: the wrapped class
+    assert type(testing.destabilize(stabledist.Normal(0.0, 1.0))) is nd.Normal
+    old_style = _twin.numpyro_twin(OldStyleNormal)(jnp.zeros(2), 1.0)  # its constructor runs
+    assert not stabledist.is_stable(old_style)
+    assert jnp.array_equal(old_style.log_prob(x), OldStyleNormal(jnp.zeros(2), 1.0).log_prob(x))
+    assert globals()["OldStyleNormal"] is OldStyleNormal  # the module itself is untouched
+
+
+def test_a_class_without_a_twin_is_checked_without_numpyro() -> None:
+    """A class whose body cannot be put on numpyro's base: every stability property runs
+    against a fresh instance of its own, and the report says once why numpyro is left out."""
+    report = check_stable(make_with_meta, cycles=200)
+    _runs_everything(report, left_out=frozenset({"upstream"}))
+    assert "no numpyro twin" in report.skipped["upstream"]
+    assert report.compared_with["WithMeta"].startswith(
+        "a fresh stabledist instance's own values: the numpyro comparisons are left out")
+    assert "own metaclass (_Meta)" in report.compared_with["WithMeta"]
+    assert str(report).count("are left out") == 1
+    twin, why = _twin.twin_or_reason(HalvedVariance)
+    assert twin is None
+    assert "HalvedVariance.half_variance is a _Halved whose function" in why
+
+
+def test_check_stable_draws_a_users_class_and_builds_its_twin() -> None:
+    """Drawn specs build the numpyro side through the twin's own constructor."""
+    props = ["access_plan", "jit", "upstream", "hash_seed"]
+    report = check_stable(testing.specs(Tempered), max_examples=2, cycles=50, properties=props)
+    assert set(report.passed) == set(props) and min(report.passed.values()) >= 1, report
+    assert report.compared_with["Tempered"].startswith("its numpyro twin: Tempered's own body")
+
+
+# ---------------------------------------------------------------------------------------------
+# What check_stable says when it is given the wrong thing: once, with what to do.
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_factory_that_needs_arguments_is_refused_once() -> None:
+    with pytest.raises(TypeError) as info:
+        check_stable(make_normal_of)
+    message = str(info.value)
+    assert "calls the factory without arguments, but make_normal_of requires 'n'" in message
+    assert "functools.partial(make_normal_of, n=...)" in message
+    assert message.count("requires") == 1
+    report = check_stable(functools.partial(make_normal_of, n=2),
+                          properties=["round_trip", "hash_seed"])
+    assert set(report.passed) == {"round_trip", "hash_seed"}
+
+
+def test_a_factory_that_returns_one_shared_object_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"make_shared\(\) returned the same object on two "
+                                        r"calls; .* need a new instance on every call"):
+        check_stable(make_shared)
+    with pytest.raises(StabilityError, match=r"the instance the factory returned is still alive "
+                                             r"after the check dropped it: something else "
+                                             r"keeps it"):
+        testing.check_release(make_shared, cycles=20)
+
+
+def test_a_factory_that_raises_or_returns_something_else() -> None:
+    with pytest.raises(ValueError, match="invalid scale") as info:
+        check_stable(lambda: stabledist.Normal(0.0, -1.0, validate_args=True))
+    notes = getattr(info.value, "__notes__", [])
+    assert len(notes) == 1 and "raised this before any property ran" in notes[0]
+    with pytest.raises(TypeError, match="returned a float, not a distribution"):
+        check_stable(lambda: 3.0)
+
+
+MAIN_SCRIPT = """
+import jax.numpy as jnp
+import stabledist
+from stabledist.testing import StabilityError, check_stable
+
+class MainNormal(stabledist.Normal):
+    pass
+
+def make_main_normal():
+    return MainNormal(jnp.zeros(2), 1.0)
+
+def make_normal():  # in __main__ too, but its class imports anywhere: the instance is sent
+    return stabledist.Normal(jnp.zeros(2), 1.0)
+
+print("normal:", check_stable(make_normal, properties=["hash_seed"]).passed)
+try:
+    check_stable(make_main_normal, properties=["hash_seed"])
+except StabilityError as e:
+    print("main:", e)
+"""
+
+
+def test_a_class_defined_in_main_says_what_to_do(tmp_path: Path) -> None:
+    script = tmp_path / "script.py"
+    script.write_text(MAIN_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env={**env, "JAX_PLATFORMS": "cpu"}, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "normal: {'hash_seed': 1}" in out.stdout
+    assert ("make_main_normal and MainNormal are defined in __main__ (the script being run), "
+            "which the worker processes (fresh Python processes) cannot import: move the "
+            "class and its factory into a module") in out.stdout
+    assert "Traceback" not in out.stdout
+
+
+def test_a_numpyro_built_distribution_points_to_stabilize() -> None:
+    """numpyro's own MultivariateNormal: numpyro's failures, each a clear line (threads no
+    longer crashes comparing arrays), and one note on how to check stabledist's."""
+    with pytest.raises(StabilityError) as info:
+        check_stable(make_upstream_mvn, properties=["threads", "access_plan"])
+    message = str(info.value)
+    assert "truth value" not in message and "threads: ValueError" not in message
+    assert ("note: make_upstream_mvn() returns numpyro's own MultivariateNormal, which is not "
+            "a stable distribution") in message
+    assert message.count("stabledist.stabilize(") == 1
+    assert "access_plan: [access_plan] MultivariateNormal: vars() changed" in message
 
 
 def test_failure_names_the_value_and_the_difference() -> None:
