@@ -529,7 +529,7 @@ def test_hoisting_program_falls_back_to_eager_for_unhashable_static_fields(monke
             __hash__ = None
         return real(instance, name, compute, leaves, Unhashable(), known, seed)
 
-    monkeypatch.setattr("stabledist._src.cache.compute_hoisted", unhashable)
+    monkeypatch.setattr(hoisting, "compute_hoisted", unhashable)
     names = _compiles(lambda: jax.jit(d.log_prob)(jnp.zeros((3, 2))))
     assert "jit(hoisted_norm_const)" not in names, names
     want = nd.SineBivariateVonMises(0.25, -1.0, 2.0, 3.0, correlation=0.8).norm_const

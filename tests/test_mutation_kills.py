@@ -652,16 +652,16 @@ def test_get_or_compute_called_eagerly_computes_once_and_caches() -> None:
 @pytest.mark.parametrize("transform", ["grad", "vmap"])
 def test_a_first_read_under_grad_or_vmap_alone_is_numpyros_eager_value(
         transform: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``LazyValueCache.get_or_compute`` 24-25 (a trace that stages nothing taken for one
+    """``hoisting.traced_value`` (a trace that stages nothing taken for one
     that does): under ``grad`` or ``vmap`` alone numpyro computes a value of concrete leaves
     eagerly, and so must stabledist: no hoisting decision, no compiled program."""
-    import stabledist._src.cache as cache_module
+    import stabledist._src.hoisting as hoisting_module
 
     def hoisted(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a value read under grad or vmap alone was hoisted")
 
     for name in ("known_mode", "start_recording", "hoisting_mode", "compute_hoisted"):
-        monkeypatch.setattr(cache_module, name, hoisted)
+        monkeypatch.setattr(hoisting_module, name, hoisted)
     ours = sd.MultivariateNormal(jnp.zeros(3), covariance_matrix=2.0 * jnp.eye(3))
     theirs = nd.MultivariateNormal(jnp.zeros(3), covariance_matrix=2.0 * jnp.eye(3))
 
@@ -1108,33 +1108,6 @@ def test_import_leaves_user_classes_defined_before_it_alone() -> None:
         print("ok")
     """)
     assert printed.strip() == "ok"
-
-
-def test_the_trace_state_test_reads_jaxs_own_state_on_supported_releases() -> None:
-    """``_top_level_state`` 2, 3, 7-10, 13, 14, 16, 18-21 (the fast eager test switched off:
-    every miss would ask jax's two Python properties, ~0.2 us more, with the same values). From
-    jax 0.8 on, the pieces are jax's own state objects; a release that moves them fails here,
-    before users pay for it. Either way the test agrees with jax's."""
-    from jax._src import core
-
-    from stabledist._src import cache
-
-    strong, eval_trace, axis, top_axis_env = cache._TOP_LEVEL
-    if jax.__version_info__ >= (0, 8):
-        assert strong is core.trace_state_strong_ref and eval_trace is core.eval_trace
-        assert axis is core.axis_env_state and top_axis_env is core.top_axis_env
-    else:  # jax 0.7 (with numpyro 0.21) keeps it elsewhere: always the general path
-        assert isinstance(strong, cache._NeverTopLevel)
-    seen: list[tuple[bool, bool]] = []
-
-    def probe(x: jax.Array) -> jax.Array:
-        seen.append((cache._is_top_level(), core.trace_ctx.is_top_level()))
-        return x
-
-    probe(jnp.ones(()))
-    jax.jit(probe)(jnp.ones(()))
-    jax.vmap(probe)(jnp.ones(2))
-    assert seen == [(True, True), (False, False), (False, False)]
 
 
 def test_a_lazy_value_that_is_not_an_array_is_cached_as_numpyro_caches_it() -> None:

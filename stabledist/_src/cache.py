@@ -35,74 +35,14 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, NamedTuple, TypeVar
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-from jax.core import Tracer
 from numpyro.distributions.util import lazy_property as _numpyro_lazy_property
 
-from stabledist._src.hoisting import (
-    compute_hoisted,
-    decide_recorded,
-    hoisting_mode,
-    known_mode,
-    stages,
-    start_recording,
-)
+from stabledist._src.hoisting import CONCRETE_TYPES, is_concrete, traced_value
+from stabledist._src.jax_private import is_top_level, top_level_state
 
 __all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", "clear_cache"]
 
-# jax's own "no trace is active" test, inlined (no public equivalent that works inside a
-# trace): the state `jax._src.core.trace_state_clean` reads
-from jax._src import core as _core
-from jax._src import mesh as _mesh
-
-if not all(hasattr(_core, n) for n in ("trace_ctx", "eval_trace", "top_axis_env")) or not \
-        hasattr(_core.trace_ctx, "axis_env"):  # pragma: no cover - a jax release not seen yet
-    raise ImportError(
-        "stabledist needs jax._src.core.trace_ctx/eval_trace/top_axis_env to tell eager code "
-        "from traced code; this jax release does not have them. Install a jax version "
-        "stabledist supports (see README) or report this; guessing would silently change "
-        "numerics."
-    )
-
-
-def _top_level_state() -> tuple[Any, Any, Any, Any]:
-    """``(strong, eval_trace, axis, top_axis_env)``: no trace is active exactly when
-    ``strong.value is eval_trace and axis.value is top_axis_env``. That is jax's
-    ``trace_ctx.is_top_level`` without its two Python property calls, where jax keeps the state
-    in its C config objects (jax >= 0.8); ~0.2 us of every miss. On a jax that keeps it
-    elsewhere the pieces never match, so every read takes the general path, which asks jax."""
-    strong, axis = (getattr(_core, n, None) for n in ("trace_state_strong_ref", "axis_env_state"))
-    never = (_NeverTopLevel(), None, _NeverTopLevel(), None)
-    if strong is None or axis is None:  # pragma: no cover - a jax release not seen yet
-        return never
-    state = (strong, _core.eval_trace, axis, _core.top_axis_env)
-    if not (strong.value is state[1] and axis.value is state[3]):  # pragma: no cover
-        return never
-    return state
-
-
-class _NeverTopLevel:
-    value = object()
-
-
-_TOP_LEVEL = _top_level_state()
-
-
-def _is_top_level() -> bool:
-    strong, eval_trace, axis, top_axis_env = _TOP_LEVEL
-    if strong.value is eval_trace and axis.value is top_axis_env:
-        return True
-    return _core.trace_ctx.is_top_level()
-
-
-def _no_mesh() -> Any:
-    """No ambient mesh while a hoisted value is computed: under ``pmap`` (a manual mesh since
-    jax 0.8) the value would carry that mesh in its type and, cached, fail later outside it
-    ("Mesh for all inputs should be equal", e.g. ``Predictive`` after parallel chains)."""
-    return _mesh.use_abstract_mesh(_mesh.empty_abstract_mesh)
-
+_TOP_LEVEL = top_level_state()  # the eager test, inlined in the first-read path
 
 T = TypeVar("T")
 _MISSING: Any = object()
@@ -185,7 +125,7 @@ class LazyValueCache:
         owners, owners_get = self._owners, self._owners.get
         acquire, release = self.lock.acquire, self.lock.release
         strong, eval_trace, axis, top_axis_env = _TOP_LEVEL
-        concrete_types, children_of = _CONCRETE_TYPES, self.children_of
+        concrete_types, children_of = CONCRETE_TYPES, self.children_of
         new_owner, callback = _Owner, self._release_callback
         get_or_compute, adopt, store = self.get_or_compute, self._adopt, self._store
         checked_owner = self._new_owner
@@ -203,7 +143,7 @@ class LazyValueCache:
                     if key in values:  # a stored None, or another thread stored it meanwhile
                         return values[key]
                     value = prop.wrapped(instance)
-                    if type(value) not in concrete_types and not _is_concrete(value):
+                    if type(value) not in concrete_types and not is_concrete(value):
                         return value  # computed from leaked tracers: never cached
                     if owners_get(key) is not None:  # it has values: the general path
                         store(instance, key, name, values, value)
@@ -244,11 +184,9 @@ class LazyValueCache:
                        table: dict[int, Any] | None = None) -> Any:
         """Return the value of ``name``, computing it once and caching it if it is concrete.
 
-        Eagerly: computed and cached. Under a trace, with concrete leaves: under ``grad`` or
-        ``vmap`` alone computed eagerly and cached, as numpyro does; under a staging trace
-        (``jit``, ``scan``, ...) computed once and cached (hoisted) as
-        `stabledist._src.hoisting.hoisting_mode` says, or computed in the trace as numpyro
-        does. With traced leaves: computed in the trace, not cached.
+        Eagerly: computed and cached. Under a trace: as `stabledist._src.hoisting.traced_value`
+        decides (hoisted, or computed where it is read as numpyro does), cached unless it
+        holds a tracer.
         """
         if table is None:
             table = self._tables.get(name) or self.table(name)
@@ -259,44 +197,11 @@ class LazyValueCache:
             value = table.get(key, _MISSING)
             if value is not _MISSING:
                 return value
-            if _is_top_level():
+            if is_top_level():
                 value = compute(instance)
             else:
-                ctx = _core.trace_ctx
-                leaves, treedef = jax.tree_util.tree_flatten(instance)
-                if not _is_concrete(leaves):  # traced leaves: numpyro's in-trace value
-                    return compute(instance)
-                if not stages(ctx.trace):
-                    mode = "trace"
-                else:
-                    mode = known_mode(instance, name, leaves)
-                    if mode is None:
-                        # first read at these shapes: computed in the trace as numpyro does,
-                        # decided from what that added (hoisted instead if it must be)
-                        recording = start_recording(ctx.trace)
-                        if recording is not None:
-                            try:
-                                value = compute(instance)
-                            except Exception:  # e.g. Python control flow on values
-                                value = _MISSING
-                            else:
-                                mode = decide_recorded(instance, name, leaves, recording, value)
-                                if mode != "trace":
-                                    value = _MISSING
-                    if mode is None:
-                        mode = hoisting_mode(instance, name, compute, leaves, treedef)
-                if mode == "program":
-                    with _no_mesh():
-                        value = compute_hoisted(instance, name, compute, leaves, treedef,
-                                                self.cached(instance), self.seed)
-                elif mode == "eager":
-                    with _no_mesh(), jax.ensure_compile_time_eval():  # numpyro's eager value
-                        value = compute(instance)
-                elif value is _MISSING:
-                    # numpyro's value: under grad or vmap alone computed eagerly (and then
-                    # cached below, as numpyro caches it), under jit in the trace
-                    value = compute(instance)
-            if type(value) in _CONCRETE_TYPES or _is_concrete(value):
+                value = traced_value(instance, name, compute, self.cached, self.seed)
+            if type(value) in CONCRETE_TYPES or is_concrete(value):
                 self._store(instance, key, name, table, value)
             return value
         finally:
@@ -444,16 +349,6 @@ class LazyValueCache:
             holders = child.holders
             if holders is not None and holders.get(key) is owner:
                 del holders[key]
-
-
-_CONCRETE_TYPES = frozenset({float, int, bool, np.ndarray, type(jnp.zeros(()))})
-
-
-def _is_concrete(value: Any) -> bool:
-    """Whether ``value`` holds no tracer (callers test `_CONCRETE_TYPES` first, inline)."""
-    if isinstance(value, Tracer):
-        return False
-    return not any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(value))
 
 
 CACHE = LazyValueCache()

@@ -26,7 +26,7 @@ A hoisted value is computed by one compiled program per class, property and tree
 (`compute_hoisted`), shared by every instance with those leaf shapes: op by op it would
 compile one XLA program per operation and shape (~60 ms each on a CPU), 5 s for the
 ``SineBivariateVonMises`` series against numpyro's 0.6 s for its whole program. On the CPU
-the program is compiled with XLA's cheap code generation (`CPU_ONE_SHOT_OPTIONS`): it runs
+the program is compiled with XLA's cheap code generation (`_one_shot_options`): it runs
 once. On an accelerator a value of a few distinct operations (at most `EAGER_OPS_MAX`: an
 MVN's ``precision_matrix``) is computed op by op (numpyro's eager value bit for bit), a longer
 one by the program. A program may round differently from the op-by-op kernels (``Wishart``'s
@@ -42,20 +42,31 @@ numpyro caches it (`stages`).
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import weakref
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import jax
+import jax.numpy as jnp
 import numpy as np
-from jax._src import core as _core
 from jax.core import Tracer
 
-__all__ = ["CPU_ONE_SHOT_OPTIONS", "EAGER_OPS_MAX", "HEAVY_PRIMITIVES", "Recording",
-           "compute_hoisted", "decide_recorded", "hoisting_mode", "known_mode",
-           "one_shot_programs", "stages", "start_recording"]
+from stabledist._src import jax_private
+from stabledist._src.jax_private import (
+    Recording,
+    constants_used,
+    cpu_one_shot_options,
+    current_trace,
+    drop_recorded,
+    recorded_equations,
+    stages,
+    start_recording,
+)
+
+__all__ = ["CONCRETE_TYPES", "EAGER_OPS_MAX", "HEAVY_PRIMITIVES", "compute_hoisted",
+           "hoisting_mode", "is_concrete", "known_mode", "one_shot_programs", "stages",
+           "traced_value"]
 
 HEAVY_PRIMITIVES = frozenset({
     # linear algebra (more than linear work in the size of its operands)
@@ -77,7 +88,7 @@ EAGER_OPS_MAX = 8
 """A hoisted value whose computation has at most this many distinct operations (mode
 ``"eager"``) is computed op by op on an accelerator (numpyro's eager bits; each kernel
 compiled once per shape and shared), and on the CPU by a program compiled with
-`CPU_ONE_SHOT_OPTIONS` (one cheap compile: the first call of a function reading an MVN's
+`_one_shot_options` (one cheap compile: the first call of a function reading an MVN's
 ``precision_matrix`` at dimension 16-2048 then costs numpyro's, against 1.1-2.5x numpyro's op
 by op); one with more by one compiled program everywhere (mode ``"program"``)."""
 
@@ -188,61 +199,77 @@ def _scan(eqns: Any) -> tuple[bool, int]:
     return heavy, peak
 
 
-class Recording(NamedTuple):
-    """Where a jit-style trace's equation list stood before a value was computed in it
-    (`start_recording`)."""
+def traced_value(instance: Any, name: str, compute: Callable[[Any], Any],
+                 cached: Callable[[Any], dict[str, Any]],
+                 seed: Callable[[Any, str, Any], None]) -> Any:
+    """The lazy value ``name`` = ``compute(instance)`` first read under a trace: the one call
+    the cache makes, which caches what this returns when it holds no tracer.
 
-    frame: Any
-    eqns: int
+    With traced leaves, or under ``grad``/``vmap`` alone (`stages`), or on a JAX without what
+    hoisting needs: computed where it is read, numpyro's value. Under a staging trace with
+    concrete leaves: computed in the trace (elementwise work, as numpyro does) or hoisted, as
+    the memoized decision for these leaf shapes says; the first read at new shapes is computed
+    in the trace and decided from what that added (`_first_in_trace`), or else from an
+    abstract trace (`hoisting_mode`). ``cached(instance)`` gives the values the instance
+    holds already, ``seed`` stores one: a hoisting program rebuilds the instance with them."""
+    if not jax_private.hoisting_available():
+        return compute(instance)
+    leaves, treedef = jax.tree_util.tree_flatten(instance)
+    if not is_concrete(leaves) or not stages(current_trace()):
+        return compute(instance)
+    mode = known_mode(instance, name, leaves)
+    if mode is None:
+        value, mode = _first_in_trace(instance, name, compute, leaves)
+        if mode == "trace":
+            return value
+        if mode is None:
+            mode = hoisting_mode(instance, name, compute, leaves, treedef)
+    if mode == "trace":
+        return compute(instance)
+    with jax_private.no_ambient_mesh():
+        if mode == "program":
+            return compute_hoisted(instance, name, compute, leaves, treedef, cached(instance),
+                                   seed)
+        with jax.ensure_compile_time_eval():  # "eager": numpyro's eager value, op by op
+            return compute(instance)
 
 
-def start_recording(trace: Any) -> Recording | None:
-    """Mark ``trace``'s equation list, so that a value computed in the trace
-    right after can be decided from what it added (`decide_recorded`) instead of from a
-    second, abstract trace (`_decide`: as costly as the user's own ``log_prob``). ``None``
-    when the trace keeps them elsewhere than jax 0.7-0.10's ``DynamicJaxprTrace.frame``."""
-    frame = getattr(trace, "frame", None)
-    eqns = getattr(frame, "tracing_eqns", None)
-    consts = getattr(frame, "constvar_to_val", None)
-    if type(eqns) is not list or type(consts) is not dict:
-        return None
-    return Recording(frame, len(eqns))
-
-
-def decide_recorded(instance: Any, name: str, leaves: list[Any], recording: Recording,
-                    value: Any) -> Mode | None:
-    """The mode of ``value`` = the lazy value ``name`` of ``instance`` just computed in the
-    trace (from ``recording`` on), remembered as `hoisting_mode` remembers it; ``None`` when
-    the computation used an array constant other than the instance's leaves - a value cached
-    for this or another instance, which a fresh instance would recompute (then `_decide`,
-    from the leaves alone, decides). A value to hoist leaves no equation in the trace."""
-    frame = recording.frame
-    recorded: list[Any] = [e() if callable(e) else e
-                           for e in itertools.islice(frame.tracing_eqns, recording.eqns, None)]
-    eqns = [e for e in recorded if e is not None]
-    mode = _recorded_mode(instance, name, leaves, frame, eqns, value)
+def _first_in_trace(instance: Any, name: str, compute: Callable[[Any], Any],
+                    leaves: list[Any]) -> tuple[Any, Mode | None]:
+    """The first read at these shapes: ``(value, mode)``, the value computed in the trace as
+    numpyro does and the mode decided from what that added (`_recorded_mode`); ``(None,
+    None)`` when that cannot decide (the trace records elsewhere, the computation needs
+    concrete values, or it used a value cached before). A value to hoist leaves no equation
+    in the trace."""
+    recording = start_recording(current_trace())
+    if recording is None:
+        return None, None
+    try:
+        value = compute(instance)
+    except Exception:  # e.g. Python control flow on values
+        return None, None
+    eqns = recorded_equations(recording)
+    mode = _recorded_mode(instance, name, leaves, recording, eqns, value)
     if mode != "trace" and not any(e.effects for e in eqns):
         # dropped (hoisted, or decided again): what the computation added is dead code, and
-        # jit keeps even dead equations in its program, so they are taken back out (their
-        # tracers die with ``value``)
-        del frame.tracing_eqns[recording.eqns:]
-    return mode
+        # jit keeps even dead equations in its program
+        drop_recorded(recording)
+    return value, mode
 
 
-def _recorded_mode(instance: Any, name: str, leaves: list[Any], frame: Any,
+def _recorded_mode(instance: Any, name: str, leaves: list[Any], recording: Recording,
                    eqns: list[Any], value: Any) -> Mode | None:
+    """The mode of ``value`` from its recorded equations, remembered as `hoisting_mode`
+    remembers it; ``None`` when the computation used an array other than the instance's
+    leaves - a value cached for this or another instance, which a fresh instance would
+    recompute."""
     leaf_ids = {id(x) for x in leaves}
     for x in jax.tree_util.tree_leaves(value):  # a cached value returned as it is
         if id(x) not in leaf_ids and isinstance(x, jax.Array) and not isinstance(x, Tracer):
             return None
-    consts = frame.constvar_to_val
-    for eqn in eqns:  # a cached value used by an operation (numpy arrays are code literals)
-        for tracer in eqn.in_tracers:
-            atom = getattr(tracer, "val", None)
-            const = atom.val if isinstance(atom, _core.Literal) else consts.get(atom)
-            if (const is not None and id(const) not in leaf_ids
-                    and isinstance(const, jax.Array)):
-                return None
+    for const in constants_used(recording, eqns):  # numpy arrays are code literals
+        if id(const) not in leaf_ids and isinstance(const, jax.Array):
+            return None
     io = max(sum(_size(x) for x in leaves),
              sum(_size(x) for x in jax.tree_util.tree_leaves(value)), 1)
     mode, sizeless = _classify(eqns, io)
@@ -253,25 +280,6 @@ def _recorded_mode(instance: Any, name: str, leaves: list[Any], frame: Any,
 def _size(aval: Any) -> int:
     shape = np.shape(aval) if not hasattr(aval, "shape") else aval.shape
     return math.prod(shape) if shape else 1
-
-
-_PASS_THROUGH = frozenset({"JVPTrace", "LinearizeTrace", "BatchTrace"})
-"""Traces that hand operations on non-traced values to their parent trace: below only these
-(and the eager trace), a computation from concrete leaves runs eagerly."""
-
-
-def stages(trace: Any) -> bool:
-    """Whether operations on concrete values under ``trace`` are staged into a program
-    (``jit``, ``scan``, ``pmap``, ...) rather than run eagerly (``grad``, ``vmap``). A trace
-    this does not know counts as staging: the value is then hoisted or computed in the
-    trace, both correct."""
-    while trace is not _core.eval_trace:
-        if type(trace).__name__ not in _PASS_THROUGH:
-            return True
-        trace = getattr(trace, "parent_trace", None)
-        if trace is None:
-            return True
-    return False
 
 
 _Program = Callable[[list[Any], dict[str, Any]], Any]
@@ -304,7 +312,7 @@ def compute_hoisted(instance: Any, name: str, compute: Callable[[Any], Any],
     if program is not None:
         # run (not staged into the caller's trace); not ensure_compile_time_eval, which
         # would also evaluate the program's own constant subexpressions op by op
-        with _core.eval_context():
+        with jax_private.eval_context():
             try:
                 return program(leaves, known)
             except Exception:  # not compilable: remembered, and computed op by op below
@@ -325,23 +333,18 @@ def _program(compute: Callable[[Any], Any], treedef: Any,
     return jax.jit(value, compiler_options=_one_shot_options())
 
 
-CPU_ONE_SHOT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-"""XLA options of a hoisting program on the CPU: it runs once, so XLA's optimizing code
-generation (LLVM -O2 and fusion emitters) costs more than it saves - a
-``SineBivariateVonMises`` series compiles in ~0.25 s instead of ~0.5 s (its whole first call
-0.33 s against numpyro's 0.45-0.54 s, which compiles the series into its program). The rounding
-of the value may differ from numpyro's compiled program in the last bits, as it already may
-for any value hoisted by a program."""
-
-
 def _one_shot_options() -> dict[str, Any] | None:
-    """`CPU_ONE_SHOT_OPTIONS` on the CPU; on an accelerator (not measured) XLA's defaults."""
-    return dict(CPU_ONE_SHOT_OPTIONS) if one_shot_programs() else None
+    """XLA's cheap code generation for a program that runs once, on the CPU
+    (`stabledist._src.jax_private.cpu_one_shot_options`: LLVM without optimization, and no
+    fusion emitters where the jaxlib has the option); on an accelerator XLA's defaults. A
+    value may round differently from numpyro's compiled program in the last bits, as any
+    value hoisted by a program may."""
+    return cpu_one_shot_options() if one_shot_programs() else None
 
 
 @functools.cache
 def one_shot_programs() -> bool:
-    """Whether hoisting programs get `CPU_ONE_SHOT_OPTIONS` (JAX's default backend is the CPU),
+    """Whether hoisting programs get cheap CPU options (JAX's default backend is the CPU),
     and then also compute short values (one cheap compile instead of op by op).
     Asked at the first hoist, not at import: asking initialises JAX's backend."""
     return jax.default_backend() == "cpu"
@@ -351,3 +354,14 @@ def _is_array_tree(value: Any) -> bool:
     leaves = jax.tree_util.tree_leaves(value)
     return all(isinstance(x, jax.Array | np.ndarray | np.generic | float | int | bool)
                for x in leaves)
+
+
+CONCRETE_TYPES = frozenset({float, int, bool, np.ndarray, type(jnp.zeros(()))})
+"""Types of values that hold no tracer (tested first, inline, on the cache's hot paths)."""
+
+
+def is_concrete(value: Any) -> bool:
+    """Whether ``value`` holds no tracer."""
+    if isinstance(value, Tracer):
+        return False
+    return not any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(value))

@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-CACHE, PYTREE, FORK, BATCHING = (f"stabledist/_src/{m}.py"
-                                 for m in ("cache", "pytree", "fork", "batching"))
+CACHE, PYTREE, FORK, BATCHING, HOISTING = (
+    f"stabledist/_src/{m}.py" for m in ("cache", "pytree", "fork", "batching", "hoisting"))
 
 # the fast test selections: each mutant names the tests that should catch it
 _CACHE_TESTS = "tests/test_cache.py"
@@ -98,12 +98,11 @@ def _k(file: str, expr: str) -> tuple[str, ...]:
 MUTANTS: tuple[AstMutant, ...] = (
     # ---- cache.py ----------------------------------------------------------------------------
     AstMutant(
-        CACHE, "LazyValueCache.get_or_compute",
-        "compute_hoisted(instance, name, compute, leaves, treedef, self.cached(instance),"
-        " self.seed)",
+        HOISTING, "traced_value",
+        "compute_hoisted(instance, name, compute, leaves, treedef, cached(instance), seed)",
         "jax.tree_util.tree_map(lambda v: v * 2, compute_hoisted(instance, name, compute,"
-        " leaves, treedef, self.cached(instance), self.seed))",
-        "cache: a value hoisted by a compiled program (mode \"program\") is doubled",
+        " leaves, treedef, cached(instance), seed))",
+        "hoisting: a value hoisted by a compiled program (mode \"program\") is doubled",
         _k(_CACHE_TESTS, "test_long_hoisted_computation_is_one_program_shared"),
     ),
     AstMutant(
@@ -132,7 +131,7 @@ MUTANTS: tuple[AstMutant, ...] = (
     ),
     AstMutant(
         CACHE, "LazyValueCache.get_or_compute",
-        "type(value) in _CONCRETE_TYPES or _is_concrete(value)", "True",
+        "type(value) in CONCRETE_TYPES or is_concrete(value)", "True",
         "cache: get_or_compute stores every value, also one computed from tracers in the trace",
         _k(_CACHE_TESTS, "test_global_instances_under_transformations_do_not_leak"),
     ),

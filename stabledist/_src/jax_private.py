@@ -1,0 +1,400 @@
+"""JAX's private internals: every one stabledist reads or changes, in this module alone.
+
+stabledist must know things JAX has no public API for: whether code runs eagerly or under a
+trace, which traces stage operations into a program, what a trace just recorded, how to run a
+compiled program from inside a trace. Each such internal is an `Internal` record below: what
+it is for, the JAX releases it was checked on, and what stabledist does without it. No other
+module of stabledist imports ``jax._src``.
+
+Each internal is probed once, at import. One that is missing or changed never breaks
+``import stabledist``: it is switched off, the feature that needs it falls back to numpyro's
+behaviour (a lazy value computed where it is read and cached only when concrete, nothing
+hoisted), and one `JaxInternalsWarning` names what is missing. ``tests/test_jax_private.py``
+has one test per internal, which fails with the internal's name when a release changes it.
+
+The XLA options of `cpu_one_shot_options` are not Python internals, but they change between
+jaxlib releases the same way (an unknown option is an error), so they are probed here too: at
+the first hoisted value, when JAX's backend exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import jax
+import jax.extend.core as _jex_core
+
+__all__ = [
+    "INTERNALS", "JaxInternalsWarning", "Recording", "available", "constants_used",
+    "cpu_one_shot_options", "current_trace", "drop_recorded", "eval_context",
+    "hoisting_available", "in_trace", "is_top_level", "missing", "no_ambient_mesh",
+    "probe_all", "recorded_equations", "stages", "start_recording", "top_level_state",
+    "trace_of", "TURNED_OFF",
+]
+
+CHECKED = "jax 0.7.0, 0.10.2, 0.11.2 and 0.12.0.1"
+
+
+@dataclass(frozen=True)
+class Internal:
+    """One private JAX name (or group of names used together) that stabledist relies on."""
+
+    name: str
+    uses: str  # the private names
+    purpose: str
+    fallback: str  # what stabledist does when the probe fails
+    checked: str = CHECKED
+    since: tuple[int, ...] = ()  # older supported releases lack it: no warning there
+
+
+INTERNALS: dict[str, Internal] = {i.name: i for i in (
+    Internal(
+        "trace_state", "jax._src.core.trace_ctx (.trace, .is_top_level()), .eval_trace",
+        "tell eager code from traced code, and find the current trace",
+        "every lazy value is computed where it is read and cached when concrete, as numpyro "
+        "does; nothing is hoisted"),
+    Internal(
+        "fast_top_level", "jax._src.core.trace_state_strong_ref, .axis_env_state, "
+        ".top_axis_env (jax >= 0.8)",
+        "the eager test of every first read, by identity, without jax's two property calls",
+        "the first read asks trace_ctx.is_top_level() (slower, same answer)", since=(0, 8)),
+    Internal(
+        "eval_context", "jax._src.core.eval_context",
+        "run a hoisting program eagerly from inside the caller's trace",
+        "nothing is hoisted: values are computed in the trace, as numpyro does"),
+    Internal(
+        "ambient_mesh", "jax._src.mesh.use_abstract_mesh, .empty_abstract_mesh",
+        "compute a hoisted value outside an ambient pmap/shard_map mesh (a cached value must "
+        "not carry that mesh in its type)",
+        "nothing is hoisted: values are computed in the trace, as numpyro does"),
+    Internal(
+        "pass_through_traces", "jax._src.interpreters.ad.JVPTrace, .LinearizeTrace, "
+        "jax._src.interpreters.batching.BatchTrace, Trace.parent_trace",
+        "under grad, jvp or vmap alone operations on concrete values run eagerly: a value read "
+        "there is computed and cached as numpyro does",
+        "every trace counts as staging: such values are hoisted or computed in the trace"),
+    Internal(
+        "equation_recording", "DynamicJaxprTrace.frame (.tracing_eqns, .constvar_to_val), "
+        "the recorded equations' .in_tracers and their tracers' .val",
+        "decide whether to hoist from what a value's first computation added to the trace, and "
+        "take those equations back out when it is hoisted",
+        "the decision comes from an abstract trace of the value (jax.make_jaxpr: a slower first "
+        "read, the same decision)"),
+    Internal(
+        "tracer_traces", "Tracer._trace, jax._src.core.set_current_trace",
+        "stabledist.handlers.seed: a key traced by an inner block's trace never outlives it; "
+        "the enclosing block continues from a key computed in its own trace",
+        "a block whose key cannot outlive it hands back the key it started from"),
+)}
+
+
+class JaxInternalsWarning(UserWarning):
+    """This JAX release lacks a private internal stabledist uses (a feature fell back)."""
+
+
+_missing: dict[str, str] = {}
+_LAZY = frozenset({"equation_recording"})  # probed at first use, warned then
+
+
+TURNED_OFF = frozenset(filter(None, os.environ.get("STABLEDIST_JAX_INTERNALS_OFF", "")
+                               .replace(" ", "").split(",")))
+"""Internals turned off by the environment variable ``STABLEDIST_JAX_INTERNALS_OFF``
+(comma-separated names of `INTERNALS`, read at import): what a release that lacks them gets,
+numpyro's behaviour there. For a JAX release that still has an internal but misbehaves with
+it, and for the tests of each fallback."""
+
+
+def _probe(name: str, probe: Callable[[], Any]) -> Any:
+    """``probe()``, or None with ``name`` recorded as missing (never an exception)."""
+    try:
+        if name in TURNED_OFF:
+            raise LookupError("turned off by STABLEDIST_JAX_INTERNALS_OFF")
+        return probe()
+    except Exception as error:  # a release that moved or changed it: any error means "no"
+        _missing[name] = f"{type(error).__name__}: {error}"
+        if name in _LAZY and name in _unexpected():
+            _warn_missing([name])
+        return None
+
+
+def _trace_state() -> Any:
+    from jax._src import core
+
+    ctx = core.trace_ctx
+    if not (ctx.is_top_level() and ctx.trace is core.eval_trace):
+        raise AssertionError("trace_ctx does not report the eval trace at import")
+    return core
+
+
+def _fast_top_level() -> tuple[Any, Any, Any, Any]:
+    core = _core
+    if core is None:
+        raise AssertionError("needs trace_state")
+    state = (core.trace_state_strong_ref, core.eval_trace, core.axis_env_state,
+             core.top_axis_env)
+    if not (state[0].value is state[1] and state[2].value is state[3]):
+        raise AssertionError("the state objects do not hold the eval trace at import")
+    return state
+
+
+def _eval_context() -> Callable[[], Any]:
+    from jax._src import core
+
+    with core.eval_context():
+        pass
+    return core.eval_context
+
+
+def _ambient_mesh() -> Callable[[], Any]:
+    from jax._src import mesh
+
+    empty = mesh.empty_abstract_mesh
+    with mesh.use_abstract_mesh(empty):
+        pass
+    return functools.partial(mesh.use_abstract_mesh, empty)
+
+
+def _tracer_traces() -> Callable[[Any], Any]:
+    from jax._src import core
+
+    def f(x: Any) -> Any:
+        trace = current_trace()
+        if getattr(x, "_trace", None) is not trace:
+            raise AssertionError("a tracer does not know its trace as ._trace")
+        with core.set_current_trace(trace):
+            return x
+
+    jax.make_jaxpr(f)(1.0)
+    return core.set_current_trace
+
+
+def _pass_through_traces() -> tuple[type, ...]:
+    from jax._src.interpreters import ad, batching
+
+    return ad.JVPTrace, ad.LinearizeTrace, batching.BatchTrace
+
+
+
+
+class _NeverTopLevel:
+    """Stands in for a state object: its value is nothing jax holds, so the fast test fails
+    and the caller takes its general path."""
+
+    value = object()
+
+
+def top_level_state() -> tuple[Any, Any, Any, Any]:
+    """``(strong, eval_trace, axis, top_axis_env)``: no trace is active exactly when
+    ``strong.value is eval_trace and axis.value is top_axis_env`` (jax's own
+    ``trace_ctx.is_top_level``, where jax >= 0.8 keeps the state in C config objects). Without
+    the internal, pieces that never match: callers then ask `is_top_level`."""
+    if _TOP is None:
+        return (_NeverTopLevel(), None, _NeverTopLevel(), None)
+    return _TOP
+
+
+def is_top_level() -> bool:
+    """Whether no trace is active (False when stabledist cannot tell: callers then compute
+    values as numpyro does under a trace, which is also right eagerly)."""
+    if _TOP is not None:
+        strong, eval_trace, axis, top_axis_env = _TOP
+        if strong.value is eval_trace and axis.value is top_axis_env:
+            return True
+    return _core is not None and _core.trace_ctx.is_top_level()
+
+
+def current_trace() -> Any:
+    """The innermost active trace (jax's eval trace when none), or None when unknown."""
+    return _core.trace_ctx.trace if _core is not None else None
+
+
+def trace_of(x: Any) -> Any:
+    """The trace a tracer belongs to (the eval trace for a concrete value); None when unknown."""
+    if _set_trace is None or _core is None:
+        return None
+    return getattr(x, "_trace", _core.eval_trace)
+
+
+def in_trace(trace: Any) -> contextlib.AbstractContextManager[Any] | None:
+    """Make ``trace`` the current one for a block (None when this JAX cannot)."""
+    return _set_trace(trace) if _set_trace is not None else None
+
+
+def stages(trace: Any) -> bool:
+    """Whether operations on concrete values under ``trace`` are staged into a program
+    (``jit``, ``scan``, ``pmap``, ...) rather than run eagerly (``grad``, ``vmap``). A trace
+    this does not know counts as staging: the value is then hoisted or computed in the trace,
+    both correct."""
+    if _core is None:
+        return True
+    while trace is not _core.eval_trace:
+        if type(trace) not in _PASS_THROUGH:
+            return True
+        trace = getattr(trace, "parent_trace", None)
+        if trace is None:
+            return True
+    return False
+
+
+def hoisting_available() -> bool:
+    """Whether this JAX has what hoisting needs (else values are computed in the trace)."""
+    return _core is not None and _eval is not None and _empty_mesh is not None
+
+
+def eval_context() -> contextlib.AbstractContextManager[Any]:
+    """Run operations eagerly inside a trace (a compiled program is called, not staged);
+    only used when `hoisting_available`."""
+    assert _eval is not None
+    return _eval()
+
+
+def no_ambient_mesh() -> contextlib.AbstractContextManager[Any]:
+    """No ambient mesh while a hoisted value is computed: under ``pmap`` (a manual mesh since
+    jax 0.8) the value would carry that mesh in its type and, cached, fail later outside it
+    ("Mesh for all inputs should be equal", e.g. ``Predictive`` after parallel chains)."""
+    assert _empty_mesh is not None
+    return _empty_mesh()
+
+
+class Recording(NamedTuple):
+    """Where a jit-style trace's equation list stood before a value was computed in it."""
+
+    frame: Any
+    eqns: int
+
+
+def start_recording(trace: Any) -> Recording | None:
+    """Mark ``trace``'s equation list, so that what a computation right after adds can be
+    read back (`recorded_equations`) and taken out (`drop_recorded`); None when the trace
+    keeps its equations elsewhere."""
+    if not _recording_works():
+        return None
+    frame = getattr(trace, "frame", None)
+    eqns = getattr(frame, "tracing_eqns", None)
+    consts = getattr(frame, "constvar_to_val", None)
+    if type(eqns) is not list or type(consts) is not dict:
+        return None
+    return Recording(frame, len(eqns))
+
+
+def recorded_equations(recording: Recording) -> list[Any]:
+    """The equations added since `start_recording` (jax keeps weak references to some)."""
+    recorded = [e() if callable(e) else e for e in recording.frame.tracing_eqns[recording.eqns:]]
+    return [e for e in recorded if e is not None]
+
+
+def constants_used(recording: Recording, eqns: list[Any]) -> list[Any]:
+    """The constant values (arrays closed over, literals) that ``eqns`` read."""
+    consts = recording.frame.constvar_to_val
+    found = []
+    for eqn in eqns:
+        for tracer in eqn.in_tracers:
+            atom = getattr(tracer, "val", None)
+            const = atom.val if isinstance(atom, _jex_core.Literal) else consts.get(atom)
+            if const is not None:
+                found.append(const)
+    return found
+
+
+def drop_recorded(recording: Recording) -> None:
+    """Take the equations added since `start_recording` back out of the trace (jit keeps even
+    dead equations in its program; their tracers die with the value computed)."""
+    del recording.frame.tracing_eqns[recording.eqns:]
+
+
+@functools.cache
+def _recording_works() -> bool:
+    """The equation-recording internals, probed at their first use (inside a trace, where JAX's
+    backend exists already: a probe at import would start it)."""
+    return bool(_probe("equation_recording", _equation_recording))
+
+
+def _equation_recording() -> bool:
+    with jax.ensure_compile_time_eval():  # probed inside a user's trace: nothing staged there
+        constant = jax.numpy.arange(3.0)
+    found: list[bool] = []
+
+    def f(x: Any) -> Any:
+        frame: Any = getattr(current_trace(), "frame", None)
+        recording = Recording(frame, len(frame.tracing_eqns))
+        _ = x * constant  # one equation, reading one closed-over constant
+        eqns = recorded_equations(recording)
+        found.append(len(eqns) == 1 and any(c is constant for c in constants_used(recording, eqns)))
+        drop_recorded(recording)
+        return x
+
+    jax.make_jaxpr(f)(jax.ShapeDtypeStruct((3,), constant.dtype))
+    if found != [True]:
+        raise AssertionError("a trace's frame does not record equations as expected")
+    return True
+
+
+_ONE_SHOT_WANTED = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+
+
+@functools.cache
+def cpu_one_shot_options() -> dict[str, Any]:
+    """XLA's cheap CPU code generation for a program that runs once: the options of
+    ``{"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}`` this
+    jaxlib accepts (jaxlib 0.11 dropped the second: its fusion emitters are the only CPU
+    code generation). Probed with a tiny program at the first hoisted value."""
+    accepted = {}
+    for option, value in _ONE_SHOT_WANTED.items():
+        try:
+            jax.jit(lambda x: x + 1, compiler_options={option: value}).lower(1.0).compile()
+        except Exception:  # "No such compile option": this jaxlib does not have it
+            continue
+        accepted[option] = value
+    return accepted
+
+
+def missing() -> dict[str, str]:
+    """The internals this JAX lacks, each with the error its probe met."""
+    return dict(_missing)
+
+
+def available(name: str) -> bool:
+    """Whether the internal ``name`` (a key of `INTERNALS`) works with this JAX."""
+    return name not in _missing
+
+
+def _unexpected() -> list[str]:
+    """The missing internals this JAX release should have (those that matter here)."""
+    return [n for n in _missing if _JAX_VERSION >= INTERNALS[n].since or n in TURNED_OFF]
+
+
+_JAX_VERSION = tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())
+
+
+def probe_all() -> dict[str, str]:
+    """Probe the internals that are probed at first use too; `missing` after that."""
+    _recording_works()
+    return missing()
+
+
+def _warn_missing(names: list[str]) -> None:
+    lines = [f"{INTERNALS[n].uses} ({INTERNALS[n].purpose}): {INTERNALS[n].fallback}"
+             for n in names]
+    warnings.warn(
+        f"stabledist: jax {jax.__version__} lacks or changed JAX internals stabledist uses "
+        f"(checked on {CHECKED}), so it falls back to numpyro's behaviour there:\n- "
+        + "\n- ".join(lines) + "\nPlease report this with your jax version.",
+        JaxInternalsWarning, stacklevel=3)
+
+
+# the probes, in dependence order (each one's functions are defined above)
+_core: Any = None
+_core = _probe("trace_state", _trace_state)
+_TOP = _probe("fast_top_level", _fast_top_level)
+_eval = _probe("eval_context", _eval_context)
+_empty_mesh = _probe("ambient_mesh", _ambient_mesh)
+_PASS_THROUGH: tuple[type, ...] = _probe("pass_through_traces", _pass_through_traces) or ()
+_set_trace = _probe("tracer_traces", _tracer_traces)
+if _unexpected():
+    _warn_missing(_unexpected())
