@@ -1,4 +1,4 @@
-"""Effect handlers: numpyro's handlers, with a ``seed`` that keeps no RNG state between calls.
+"""Effect handlers: numpyro's handlers, with a ``seed`` that never keeps a traced key.
 
 numpyro's `numpyro.handlers.seed` stores the running key on the handler object
 (`self.rng_key` is split and reassigned for every sample site). An object that is kept
@@ -7,18 +7,22 @@ inspection followed by `jax.jit`, `jax.vmap(svi.init)` over a blocked autoguide 
 end up holding a tracer from an earlier trace, which is a tracer leak.
 
 `seed` here is a subclass of numpyro's, so `isinstance` checks and numpyro internals
-keep working, but the running key lives in the call (or the `with` block), not the object:
+keep working, but no traced key is ever kept on the object:
 
-- `seeded(*args)` runs on a fresh copy of the handler that starts from the key it was given,
-  so every call draws the same values and the object can be traced any number of times;
-- `with handler: ...` advances `handler.rng_key` inside the block exactly as numpyro does
-  and restores it on exit, so a handler object reused for several blocks starts each block
-  from the same key;
+- `seeded(*args)` runs on a fresh copy of the handler that starts from the handler's key,
+  so every call draws the same values and the object can be traced any number of times
+  (numpyro 0.22's callable form clones itself the same way);
+- `with handler: ...` advances `handler.rng_key` inside the block exactly as numpyro does;
+  used eagerly, the handler keeps the advanced key after the block, as numpyro's does, so
+  the next block continues the stream (no draw repeats). Inside a trace (`jit`, `vmap`,
+  `scan`, ...) the advanced key is a tracer that dies with its trace: there the block hands
+  back the key it started from, so every traced call of a function that enters the handler
+  draws the same values (numpyro keeps the tracer and raises `UnexpectedTracerError` later);
 - a `with handler:` block inside a block of the same handler continues its key, as numpyro
-  does (no draw repeats one made before), except where that key was traced by a trace the
-  enclosing block is not in (the inner block inside `jit`, the outer one outside): then the
-  enclosing block continues from a key folded from its own, computed in its own trace, so
-  no traced key outlives its trace and still no draw repeats.
+  does, except where that key was traced by a trace the enclosing block is not in (the inner
+  block inside `jit`, the outer one outside): then the enclosing block continues from a key
+  folded from its own, computed in its own trace, so no traced key outlives its trace and
+  still no draw repeats.
 
 Every other public handler of `numpyro.handlers` (`trace`, `condition`, `substitute`, ...) is
 re-exported unchanged, so `stabledist.handlers` is a drop-in replacement for it.
@@ -37,7 +41,6 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro.handlers as _numpyro_handlers
 from jax import random
-from jax._src import core as _core
 from jax.core import Tracer
 from numpyro.handlers import (
     block,
@@ -56,6 +59,8 @@ from numpyro.handlers import (
     uncondition,
 )
 from numpyro.util import is_prng_key
+
+from stabledist._src.jax_private import current_trace, in_trace, trace_of
 
 RngSeed: TypeAlias = int | np.integer | np.ndarray | jax.Array | None
 """What `seed` accepts: an int (or 0-d integer array), a PRNG key (typed `jax.random.key` or
@@ -99,11 +104,12 @@ def _to_prng_key(rng_seed: RngSeed) -> jax.Array | None:
 class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's handler
     """Seed the sample sites of `fn` from `rng_seed`, without keeping RNG state between calls.
 
-    Same signature and per-site key splitting as `numpyro.handlers.seed` (so the draws of
-    a call are bit-identical to a fresh numpyro `seed(fn, rng_seed)`), but each call of the
-    wrapped callable starts again from `rng_seed` and a `with` block restores `rng_key`
-    on exit. That makes a seeded model safe to keep globally and to trace under `jax.jit`,
-    `jax.vmap`, `jax.grad` or model inspection any number of times.
+    Same signature and per-site key splitting as `numpyro.handlers.seed` (so the draws are
+    bit-identical to numpyro's), but no traced key is kept on the object: each call of the
+    wrapped callable starts from the handler's key, and a `with` block entered eagerly
+    advances it as numpyro does, while one entered inside a trace hands back the key it
+    started from. That makes a seeded model safe to keep globally and to trace under
+    `jax.jit`, `jax.vmap`, `jax.grad` or model inspection any number of times.
 
     Args:
         fn: Python callable with NumPyro primitives (omit to use as context manager or
@@ -142,13 +148,13 @@ class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's hand
 
     @property
     def _given_rng_key(self) -> jax.Array | None:
-        """The key calls start from: `rng_key` at rest, i.e. outside of any `with` block."""
+        """The key calls start from: `rng_key` at rest, i.e. as the outermost open `with`
+        block of this object found it (a call inside a block starts where it started)."""
         return self._entry_rng_keys[0][0] if self._entry_rng_keys else self.rng_key
 
     def __enter__(self) -> None:
-        # Remember the key at entry; the outermost block's `__exit__` puts it back, so the
-        # object leaves no state behind.
-        self._entry_rng_keys.append((self.rng_key, _core.trace_ctx.trace))
+        # Remember the key and the trace at entry: `__exit__` decides what the key may become.
+        self._entry_rng_keys.append((self.rng_key, current_trace()))
         try:
             return super().__enter__()
         except BaseException:
@@ -161,13 +167,13 @@ class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's hand
         exc_value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        # Restore in a finally: the advanced key may be a tracer of the trace being left.
+        # In a finally: the advanced key may be a tracer of the trace being left.
         try:
             super().__exit__(exc_type, exc_value, traceback)
         finally:
             entry_key, _ = self._entry_rng_keys.pop()
             if not self._entry_rng_keys:
-                self.rng_key = entry_key
+                self.rng_key = _key_at_rest(entry_key, self.rng_key)
             else:  # a block inside a block of this object: the enclosing one continues
                 self.rng_key = _continued_key(entry_key, self.rng_key,
                                               self._entry_rng_keys[-1][1])
@@ -192,6 +198,18 @@ class seed(_numpyro_handlers.seed):  # noqa: N801 -- same name as numpyro's hand
             return handler.fn(*args, **kwargs)
 
 
+def _key_at_rest(entry_key: jax.Array | None, key: jax.Array | None) -> jax.Array | None:
+    """The key a handler keeps after its outermost ``with`` block, which started from
+    ``entry_key`` and ended with ``key``: ``key``, as numpyro keeps it (the next block
+    continues the stream), unless ``key`` was traced by a trace the handler does not live in
+    (the block ran inside ``jit``): a traced key dies with its trace, so the handler keeps
+    ``entry_key`` and every traced call starts from it."""
+    if key is None or not isinstance(key, Tracer):
+        return key
+    home = trace_of(entry_key)  # where the handler's own key lives (eager: the eval trace)
+    return key if home is not None and trace_of(key) is home else entry_key
+
+
 def _continued_key(entry_key: jax.Array | None, key: jax.Array | None,
                    enclosing_trace: Any) -> jax.Array | None:
     """The key an enclosing ``with`` block of a `seed` continues with after an inner block of
@@ -201,12 +219,17 @@ def _continued_key(entry_key: jax.Array | None, key: jax.Array | None,
     traced by a trace the enclosing block is not in (the inner block ran inside ``jit``)
     dies with that trace; then the enclosing block continues from ``fold_in(entry_key, 1)``,
     computed in the enclosing block's own trace: a stream that repeats neither the inner
-    block's draws (the ``split`` chain of ``entry_key``) nor earlier ones."""
+    block's draws (the ``split`` chain of ``entry_key``) nor earlier ones. (On a JAX where
+    stabledist cannot tell traces apart, it continues from ``entry_key``.)"""
     if key is None or entry_key is None or not isinstance(key, Tracer):
         return key
-    if getattr(key, "_trace", None) is enclosing_trace:  # jax's tracer knows its trace
+    owner = trace_of(key)
+    if owner is not None and owner is enclosing_trace:
         return key
-    with _core.set_current_trace(enclosing_trace):
+    block = in_trace(enclosing_trace)
+    if owner is None or block is None:
+        return entry_key
+    with block:
         return random.fold_in(entry_key, 1)
 
 

@@ -157,7 +157,9 @@ def test_repeated_calls_same_draws():
     assert_same(draws(up), first)
 
 
-def test_context_manager_advances_like_numpyro_and_resets_on_exit():
+def test_context_manager_advances_like_numpyro_and_keeps_its_key_eagerly():
+    """Used eagerly, a ``with`` handler advances its key inside the block and keeps it after,
+    as numpyro's does: blocks in sequence continue one stream, with numpyro's bits."""
     ours, up = handlers.seed(rng_seed=0), nh.seed(rng_seed=0)
     blocks = {}
     for name, handler in [("ours", ours), ("up", up)]:
@@ -166,21 +168,36 @@ def test_context_manager_advances_like_numpyro_and_resets_on_exit():
             b = draws(model)
             c = numpyro.sample("c", dist.Normal(0.0, 1.0), sample_shape=(3,))
             key_inside = key_data(handler.rng_key)
-        blocks[name] = (a, b, c, key_inside)
-    (a, b, c, key_inside), (ua, ub, uc, ukey_inside) = blocks["ours"], blocks["up"]
-    # Inside one block: same per-site splitting as numpyro.
-    assert_same(a, ua)
-    assert_same(b, ub)
+        with handler:  # the next block continues the key
+            again = draws(model)
+        blocks[name] = (a, b, c, key_inside, again, key_data(handler.rng_key))
+    (a, b, c, key_inside, again, key_after), up_blocks = blocks["ours"], blocks["up"]
+    assert_same(a, up_blocks[0])
+    assert_same(b, up_blocks[1])
     assert_differ(a, b)
-    np.testing.assert_array_equal(c, uc)
-    np.testing.assert_array_equal(key_inside, ukey_inside)
-    # After the block: ours is back at its key, numpyro's kept advancing.
-    np.testing.assert_array_equal(key_data(ours.rng_key), key_data(random.key(0)))
-    assert not np.array_equal(key_data(up.rng_key), key_data(random.key(0)))
-    with ours:
-        assert_same(draws(model), a)
-    with up:
-        assert_differ(draws(model), a)
+    np.testing.assert_array_equal(c, up_blocks[2])
+    np.testing.assert_array_equal(key_inside, up_blocks[3])
+    assert_same(again, up_blocks[4])
+    assert_differ(again, a)
+    assert_differ(again, b)
+    np.testing.assert_array_equal(key_after, up_blocks[5])
+
+
+def test_blocks_in_sequence_draw_anew_as_numpyro():
+    """The newcomer's check: a handler re-entered in sequence gives a new draw."""
+    def sample():
+        return numpyro.sample("x", dist.Normal(0.0, 1.0))
+
+    results = []
+    for h in (handlers.seed(rng_seed=0), nh.seed(rng_seed=0)):
+        with h:
+            a = sample()
+        with h:
+            c = sample()
+        results.append((a, c))
+    (a, c), (ua, uc) = results
+    assert a != c
+    assert (a, c) == (ua, uc)
 
 
 def test_decorator_form():
@@ -217,6 +234,8 @@ def test_jit_vmap_grad_of_global_seeded_model():
 
 @tracing
 def test_global_with_handler_under_jit():
+    """Inside ``jit`` a block's advanced key is a tracer: the handler keeps the key it had, so
+    every traced call draws the same values and no tracer leaks; eagerly it advances."""
     ours = handlers.seed(rng_seed=0)
 
     def f(loc):
@@ -224,9 +243,12 @@ def test_global_with_handler_under_jit():
             return scalar_model(loc), scalar_model(loc)
 
     first = jax.jit(f)(0.0)
-    np.testing.assert_allclose(jax.jit(f)(jnp.zeros(1)), jnp.stack(first)[:, None])  # retrace
-    np.testing.assert_allclose(f(0.0), first)
     np.testing.assert_array_equal(key_data(ours.rng_key), key_data(random.key(0)))
+    np.testing.assert_allclose(jax.jit(f)(jnp.zeros(1)), jnp.stack(first)[:, None])  # retrace
+    np.testing.assert_array_equal(key_data(ours.rng_key), key_data(random.key(0)))
+    np.testing.assert_allclose(f(0.0), first)  # eagerly: the same draws, then the key advances
+    assert not np.array_equal(key_data(ours.rng_key), key_data(random.key(0)))
+    assert not np.allclose(jnp.stack(f(0.0)), jnp.stack(first))
 
     up = nh.seed(rng_seed=0)
 
@@ -395,12 +417,14 @@ def nested_blocks(handler, module=dist, inner=None):
 def test_nested_with_same_handler_continues_like_numpyro():
     """A block inside a block of the same object continues its key as numpyro does: every
     draw distinct, numpyro's bits; the outermost block leaves no state behind."""
-    handler = handlers.seed(rng_seed=0)
+    handler, up = handlers.seed(rng_seed=0), nh.seed(rng_seed=0)
     ours = nested_blocks(handler)
-    assert ours == nested_blocks(nh.seed(rng_seed=0), numpyro.distributions)
+    assert ours == nested_blocks(up, numpyro.distributions)
     assert len(set(ours)) == len(ours)
-    np.testing.assert_array_equal(key_data(handler.rng_key), key_data(random.key(0)))
-    assert nested_blocks(handler) == ours  # the next outermost block starts afresh
+    np.testing.assert_array_equal(key_data(handler.rng_key), key_data(up.rng_key))
+    second = nested_blocks(handler)  # the next outermost block continues, as numpyro's
+    assert second == nested_blocks(up, numpyro.distributions)
+    assert not set(second) & set(ours)
     # A call of a seeded object inside its own `with` block starts from the given key (the
     # documented restart semantics of calls).
     seeded = handlers.seed(scalar_model, 0)
@@ -416,7 +440,7 @@ def test_nested_with_same_handler_inside_jit_leaks_nothing(inner):
     traced key must not outlive the trace, and still no draw repeats an earlier one. numpyro
     keeps the traced key and leaks it."""
     handler = handlers.seed(rng_seed=0)
-    eager = nested_blocks(handler)
+    eager = nested_blocks(handlers.seed(rng_seed=0))
     if inner == "jit":
         got = nested_blocks(handler, inner=jax.jit)
     else:
@@ -424,7 +448,11 @@ def test_nested_with_same_handler_inside_jit_leaks_nothing(inner):
             [jnp.asarray(x) for x in nested_blocks_traced(handler)]))().tolist()
     assert got[:3] == pytest.approx(eager[:3])  # a and the inner block: numpyro's draws
     assert len(set(got)) == len(got)
-    np.testing.assert_array_equal(key_data(handler.rng_key), key_data(random.key(0)))
+    if inner == "jit":  # the outer block ran eagerly: the handler keeps its concrete key
+        assert not isinstance(handler.rng_key, jax.core.Tracer)
+        assert not np.array_equal(key_data(handler.rng_key), key_data(random.key(0)))
+    else:  # both inside jit: the handler keeps the key it had
+        np.testing.assert_array_equal(key_data(handler.rng_key), key_data(random.key(0)))
     if inner == "jit":
         with pytest.raises(Exception, match=r"[Ll]eak"):  # numpyro keeps the traced key
             nested_blocks(nh.seed(rng_seed=0), numpyro.distributions, inner=jax.jit)
@@ -483,11 +511,12 @@ def test_exceptions_leave_no_state():
         with pytest.raises(RuntimeError, match="boom"):
             seeded()
         assert not _PYRO_STACK
-    handler = handlers.seed(rng_seed=0)
-    with pytest.raises(RuntimeError, match="boom"), handler:
-        failing()
-    assert not _PYRO_STACK
-    np.testing.assert_array_equal(key_data(handler.rng_key), key_data(random.key(0)))
+    handler, up = handlers.seed(rng_seed=0), nh.seed(rng_seed=0)
+    for h in (handler, up):
+        with pytest.raises(RuntimeError, match="boom"), h:
+            failing()
+        assert not _PYRO_STACK
+    np.testing.assert_array_equal(key_data(handler.rng_key), key_data(up.rng_key))
     with pytest.raises(RuntimeError, match="boom"):
         jax.jit(seeded)()
     assert not _PYRO_STACK
