@@ -15,7 +15,7 @@ OLDEST_PINS := numpyro==0.21.0 jax==0.7.0 jaxlib==0.7.0
 OLDEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py
 
-.PHONY: bench test test-x64 test-integration test-default-codegen typecheck stubs test-properties test-oldest test-upstream \
+.PHONY: bench test test-x64 test-integration test-default-codegen typecheck stubs test-properties test-oldest test-newest test-upstream \
 	test-upstream-slice test-mutation test-mutation-full docs clean browser
 
 $(STAMP): pyproject.toml
@@ -123,8 +123,50 @@ test-oldest: $(OLDEST_STAMP)
 	$(OLDEST_PY) -c "import numpyro, jax; print('numpyro', numpyro.__version__, 'jax', jax.__version__)"
 	STABLEDIST_TEST_XLA_DEFAULTS=1 $(OLDEST_PY) -m pytest $(XDIST) $(OLDEST_TESTS) $(ARGS)
 
+# The newest stack users run: Python 3.13 (3.12 where 3.13 is missing; jax >= 0.11 needs 3.12+)
+# with the newest jax, jaxlib and numpyro that pyproject.toml admits, unpinned, in its own venv.
+# The Python is NEWEST_PYTHON if given, else the first of python3.13, python3.12 found on PATH or
+# in pyenv's versions (this machine image ships pyenv with both, `pyenv root`); none found is an
+# error, never a skip.
+NEWEST_VENV := .venv-newest
+NEWEST_PY := $(NEWEST_VENV)/bin/python
+NEWEST_STAMP := $(NEWEST_VENV)/.installed
+NEWEST_VERSIONS := 3.13 3.12
+# The tests that compare with numpyro (numbers, parity, handlers, workloads), the cache and
+# hoisting, the pytree, export, slicing and batching features, JAX's internals, and the
+# property suite's comparisons with numpyro and transformations (X64_PROPERTIES' selection).
+NEWEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
+	tests/test_cache.py tests/test_pytree.py tests/test_export.py tests/test_slicing.py \
+	tests/test_batched.py tests/test_parity.py tests/test_jax_private.py tests/test_readme.py
+NEWEST_PROPERTIES := test_jit or test_upstream or test_round_trip or test_vmap or test_scan
+
+$(NEWEST_STAMP): pyproject.toml
+	@py="$(NEWEST_PYTHON)"; root=$$(pyenv root 2>/dev/null || echo "$$HOME/.pyenv"); \
+	for v in $(NEWEST_VERSIONS); do \
+		[ -n "$$py" ] && break; \
+		for c in "$$(command -v python$$v)" $$(ls -r "$$root"/versions/$$v*/bin/python$$v 2>/dev/null); do \
+			if [ -n "$$c" ] && "$$c" -c "import venv" 2>/dev/null; then py="$$c"; break; fi; \
+		done; \
+	done; \
+	if [ -z "$$py" ]; then \
+		echo "make test-newest: no Python $(NEWEST_VERSIONS) found on PATH or in $$root/versions;" \
+			"install one (pyenv install 3.13) or give NEWEST_PYTHON=/path/to/python3.13" >&2; \
+		exit 1; \
+	fi; \
+	echo "newest stack: $$py"; rm -rf $(NEWEST_VENV); "$$py" -m venv $(NEWEST_VENV)
+	$(NEWEST_PY) -m pip install --quiet --upgrade pip
+	$(NEWEST_PY) -m pip install --quiet -e ".[test]"
+	touch $(NEWEST_STAMP)
+
+# CI: the newest stack (a fresh machine's newest Python, the newest releases admitted).
+test-newest: $(NEWEST_STAMP)
+	$(NEWEST_PY) -c "import sys, numpyro, jax; print('Python', sys.version.split()[0], \
+		'numpyro', numpyro.__version__, 'jax', jax.__version__)"
+	$(NEWEST_PY) -m pytest $(XDIST) -m "not integration" $(NEWEST_TESTS) $(ARGS)
+	$(NEWEST_PY) -m pytest $(XDIST) tests/test_properties.py -k "$(NEWEST_PROPERTIES)" $(ARGS)
+
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) $(OLDEST_VENV) results site .pytest_cache .hypothesis .cache
+	rm -rf $(VENV) $(OLDEST_VENV) $(NEWEST_VENV) results site .pytest_cache .hypothesis .cache

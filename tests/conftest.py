@@ -1,7 +1,7 @@
 """Shared test set-up: 4 host devices for pmap/shard_map and XLA's cheaper CPU code
-generation (both before jax is imported), the fixtures parametrized over every catalog
-example and public name, the hypothesis profiles and the coverage report. Shared data lives
-in ``helpers.py``."""
+generation where the jaxlib has it (both before jax is imported), the fixtures parametrized
+over every catalog example and public name, the hypothesis profiles and the coverage report.
+Shared data lives in ``helpers.py``."""
 
 from __future__ import annotations
 
@@ -9,21 +9,53 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 # the repository root, so tests can import the (not installed) `benchmarks` package from any
 # working directory
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
-# XLA's cheaper CPU code generation (no MLIR fusion emitters, no LLVM optimization): the suite
-# compiles thousands of programs, most of them one eager operation, each ~45 ms with jax
-# 0.10's defaults and ~25 ms with these; `make test` went from 12.7 to 8.6 min (README, "The
-# two commands"). Every comparison the suite makes is between two computations compiled under
-# the same flags (stabledist and numpyro, a value and its reference), so "the same program
-# gives the same bits" is tested all the same. STABLEDIST_TEST_XLA_DEFAULTS=1 keeps XLA's
-# defaults: CI's test-default-codegen (the numbers-vs-numpyro tests), test-integration and
-# test-oldest steps run that way.
-os.environ["XLA_FLAGS"] += ("" if os.environ.get("STABLEDIST_TEST_XLA_DEFAULTS") == "1" else
-                            " --xla_cpu_use_fusion_emitters=false"
-                            " --xla_backend_optimization_level=0")
+
+
+def _accepted_xla_flags(flags: list[str]) -> tuple[list[str], list[str]]:
+    """``(accepted, rejected)``: XLA aborts the whole process, printing nothing pytest shows,
+    on an XLA_FLAGS entry its jaxlib does not know (``--xla_cpu_use_fusion_emitters`` is
+    gone from jaxlib 0.11 on), so each flag is tried in a short process of its own first."""
+    import subprocess
+
+    probe = "import jax; jax.devices()"
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    runs = [(flag, subprocess.Popen([sys.executable, "-c", probe], env={**env, "XLA_FLAGS": flag},
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            for flag in flags]
+    accepted = [flag for flag, run in runs if run.wait() == 0]
+    return accepted, [flag for flag in flags if flag not in accepted]
+
+
+# 4 host devices for pmap/shard_map, and XLA's cheaper CPU code generation (no MLIR fusion
+# emitters, no LLVM optimization): the suite compiles thousands of programs, most of them one
+# eager operation (CONTRIBUTING.md, "CI", has the measurements). Every comparison the suite
+# makes is between two computations compiled under the same flags (stabledist and numpyro, a
+# value and its reference), so "the same program gives the same bits" is tested all the same.
+# STABLEDIST_TEST_XLA_DEFAULTS=1 keeps XLA's defaults: CI's test-default-codegen (the
+# numbers-vs-numpyro tests), test-integration and test-oldest steps run that way. Only flags
+# the running jaxlib accepts are set (probed once per run, by the controller: pytest-xdist
+# workers and the processes tests start inherit the result); the header says which.
+_WANTED_FLAGS = ["--xla_force_host_platform_device_count=4"]
+if os.environ.get("STABLEDIST_TEST_XLA_DEFAULTS") != "1":
+    _WANTED_FLAGS += ["--xla_cpu_use_fusion_emitters=false", "--xla_backend_optimization_level=0"]
+if "STABLEDIST_TEST_XLA_REPORT" not in os.environ:
+    _accepted, _rejected = _accepted_xla_flags(_WANTED_FLAGS)
+    os.environ["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), *_accepted]).strip()
+    os.environ["STABLEDIST_TEST_XLA_REPORT"] = (
+        f"XLA_FLAGS: {os.environ['XLA_FLAGS'] or '(none)'}" + (
+            f"; this jaxlib rejects {' '.join(_rejected)}: XLA's defaults there"
+            if _rejected else ""))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return os.environ["STABLEDIST_TEST_XLA_REPORT"]
+
+
 # glibc gives every thread that allocates its own malloc arena (up to 8 per core); XLA's
 # compile and runtime threads then spread freed programs over many arenas that are never
 # returned, so a worker's RSS grows with the classes it has seen. Two arenas keep it flat.
@@ -38,8 +70,7 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
 
-import pytest
-from helpers import BUILDERS, EXAMPLE_NAMES, class_group, worker_group
+from helpers import BUILDERS, EXAMPLE_NAMES, class_group, worker_group  # noqa: E402
 
 
 @pytest.fixture(params=[pytest.param(b, id=i) for i, b in BUILDERS])
