@@ -763,6 +763,13 @@ def test_a_numpyro_built_distribution_points_to_stabilize() -> None:
             "a stable distribution") in message
     assert message.count("stabledist.stabilize(") == 1
     assert "access_plan: [access_plan] MultivariateNormal: vars() changed" in message
+    report = check_stable(lambda: nd.Normal(0.0, 1.0), properties=["round_trip"])
+    assert report.passed == {"round_trip": 1}  # numpyro passes this one: the note says so
+    assert report.notes == ["note: <lambda>() returns numpyro's own Normal, which is not a "
+                            "stable distribution, so this checked numpyro's; to check "
+                            "stabledist's, build it with stabledist (`stabledist.Normal(...)`) "
+                            "or return `stabledist.stabilize(...)` of it"]
+    assert str(report).count("stabledist.stabilize(") == 1
 
 
 def test_failure_names_the_value_and_the_difference() -> None:

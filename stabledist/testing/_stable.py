@@ -42,14 +42,18 @@ class StabilityReport:
 
     ``passed``: property -> number of examples it passed on; ``skipped``: the properties it
     did not run, with the reason; ``compared_with``: class -> what its values were compared
-    with (its numpyro twin, or why the numpyro comparisons were left out)."""
+    with (its numpyro twin, or why the numpyro comparisons were left out); ``notes``: what
+    was wrong with what was checked although no property failed (a numpyro-built
+    distribution: a pass says nothing about stabledist)."""
 
     passed: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     compared_with: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        lines = [f"  {c} compared with {what}" for c, what in self.compared_with.items()]
+        lines = [f"  {note}" for note in self.notes]
+        lines += [f"  {c} compared with {what}" for c, what in self.compared_with.items()]
         lines += [f"  {p}: passed on {n} example(s)" for p, n in self.passed.items()]
         lines += [f"  {p}: not run ({why})" for p, why in self.skipped.items()]
         return "stability report\n" + "\n".join(lines)
@@ -109,6 +113,7 @@ def check_stable(
     for name in props:
         runner.run_property(name, first, report, failures)
     report.compared_with = dict(runner.compared_with)
+    report.notes = list(runner.notes.values())
     if failures:  # what a user's class was compared with; numpyro's own go without saying
         head = [f"  {c} compared with {what}" for c, what in runner.compared_with.items()
                 if c not in runner.plain]
@@ -135,7 +140,7 @@ def _strategy_or_factory(value: Any) -> bool:
 
 
 def _label(factory: Callable[..., Any]) -> str:
-    name = getattr(factory, "__qualname__", None)
+    name = getattr(factory, "__name__", None)
     return f"{name}()" if isinstance(name, str) else f"{factory!r}()"
 
 
@@ -333,5 +338,5 @@ def _numpyro_built(cls: type, factory: Any) -> str:
         fix = (f"wrap the class (`{cls.__name__} = stabledist.make_stable({cls.__name__})`) "
                "or return `stabledist.stabilize(...)` of the instance")
         what = f"{cls.__name__}, a numpyro class stabledist has not made stable"
-    return (f"note: {made} {what}, which is not a stable distribution, so these are "
-            f"numpyro's own failures; to check stabledist's, {fix}")
+    return (f"note: {made} {what}, which is not a stable distribution, so this checked "
+            f"numpyro's; to check stabledist's, {fix}")
