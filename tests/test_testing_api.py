@@ -326,6 +326,19 @@ def make_with_meta() -> WithMeta:
     return WithMeta(jnp.zeros(2), jnp.ones(2))
 
 
+class MyMVN(stabledist.MultivariateNormal):
+    """Style 2 on a class with alternative parametrizations and lazy values of its own."""
+
+    @lazy_property
+    def log_det(self):
+        return jnp.linalg.slogdet(self.covariance_matrix)[1]
+
+
+def make_my_mvn() -> MyMVN:
+    # through covariance_matrix=: numpyro keeps the given matrix, read back exactly
+    return MyMVN(jnp.zeros(3), covariance_matrix=2.0 * jnp.eye(3))
+
+
 def make_normal_of(n: int) -> stabledist.Normal:
     return stabledist.Normal(jnp.zeros(n), 1.0)
 
@@ -628,6 +641,17 @@ def test_check_stable_fails_a_planted_bug_in_each_style(make, failed, line) -> N
     if jax.device_count() < 2:
         failed = failed - {"pmap", "shard_map"}
     assert set(FAILED.findall(message)) == failed, message
+
+
+def test_a_factory_through_an_alternative_parametrization() -> None:
+    """The twin gets the values the constructor was given (``covariance_matrix=``), which
+    numpyro keeps in ``__dict__`` and stabledist in its cache: read back exactly on both
+    sides, not recomputed from ``scale_tril`` on numpyro's (one float32 ulp away)."""
+    twin = testing.destabilize(make_my_mvn())
+    assert jnp.array_equal(vars(twin)["covariance_matrix"], 2.0 * jnp.eye(3))
+    report = check_stable(make_my_mvn, cycles=200)
+    _runs_everything(report)
+    assert report.passed["parametrizations"] == 1
 
 
 def test_the_twin_is_the_class_body_on_numpyros_base() -> None:

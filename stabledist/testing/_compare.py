@@ -17,6 +17,7 @@ import numpy as np
 import numpyro.distributions as nd
 from numpyro.distributions import constraints as C  # noqa: N812 - constraint namespace
 
+from stabledist._src.cache import CACHE
 from stabledist._src.fork import upstream_class
 from stabledist._src.introspect import lazy_names
 from stabledist.testing._twin import numpyro_twin, upstream_lazy_names
@@ -399,7 +400,9 @@ def _stack_leaves(*xs: Any) -> jax.Array:
 def destabilize(value: Any) -> Any:
     """Return the numpyro twin of a stable distribution: what numpyro computes for it.
 
-    Same ``__dict__``, in the class that runs the same code on numpyro's base: numpyro's
+    Same ``__dict__`` (with the lazy values the constructor was given, which stabledist
+    keeps in its cache and numpyro in ``__dict__``), in the class that runs the same code on
+    numpyro's base: numpyro's
     class for stabledist's own, the wrapped class for one made by `stabledist.make_stable`,
     and for a user's class written on a stable base that class's own body on numpyro's base
     (never its parent, which lacks what the class adds). Nested distributions are converted
@@ -408,7 +411,10 @@ def destabilize(value: Any) -> Any:
     if isinstance(value, nd.Distribution):
         cls = numpyro_twin(type(value))
         twin = cast(Any, cls).__new__(cls)
-        vars(twin).update({k: destabilize(v) for k, v in vars(value).items()})
+        # with the values its constructor was given for lazy properties (a covariance_matrix=
+        # argument): numpyro's constructor keeps them in __dict__, stabledist's in the cache
+        state = {**vars(value), **CACHE.seeded(value)}
+        vars(twin).update({k: destabilize(v) for k, v in state.items()})
         return twin
     if type(value) in (list, tuple):
         return type(value)(destabilize(v) for v in value)

@@ -258,7 +258,7 @@ class _Runner:
                 self.twins[cls] = False
                 self.compared_with[cls.__name__] = (
                     "a fresh stabledist instance's own values: the numpyro comparisons are "
-                    f"left out, as it has no faithful numpyro twin ({e})")
+                    f"left out, as it has no faithful numpyro twin ({e.reason})")
             if not stabledist.is_stable(cls):
                 self.notes[cls.__name__] = _numpyro_built(cls, self.factory)
         return self.twins[cls]

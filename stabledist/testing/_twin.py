@@ -35,7 +35,14 @@ __all__ = ["NoNumpyroTwin", "numpyro_twin", "twin_or_reason", "upstream_lazy_nam
 
 
 class NoNumpyroTwin(TypeError):  # noqa: N818 - reads as a statement in a traceback
-    """A stable class has no numpyro twin that runs the same code (the message says why)."""
+    """A stable class has no numpyro twin that runs the same code; ``reason`` says why."""
+
+    def __init__(self, cls: type, reason: str) -> None:
+        self.reason = reason
+        super().__init__(
+            f"{cls.__qualname__} has no numpyro twin to compare with: {reason}. Pass the "
+            "instance to compare with yourself (the check's upstream= argument), or use "
+            "check_stable, which leaves the numpyro comparisons out for such a class")
 
 
 _TWINS: weakref.WeakKeyDictionary[type, type | str] = weakref.WeakKeyDictionary()
@@ -53,7 +60,7 @@ def numpyro_twin(cls: type) -> type:
     Raises `NoNumpyroTwin` when no faithful twin can be built."""
     twin, why = twin_or_reason(cls)
     if twin is None:
-        raise NoNumpyroTwin(why)
+        raise NoNumpyroTwin(cls, why)
     return twin
 
 
@@ -99,7 +106,7 @@ def _build(cls: type) -> type | str:
     try:
         bases = tuple(numpyro_twin(b) if stabledist.is_stable(b) else b for b in cls.__bases__)
     except NoNumpyroTwin as e:
-        return f"its base has no numpyro twin: {e}"
+        return f"its base has no numpyro twin: {e.reason}"
     rebinder = _Rebinder(cls)
     try:
         body = {name: rebinder.attribute(name, value) for name, value in _own_body(cls)}
