@@ -18,9 +18,10 @@ the strategies need it (`pip install "stabledist[testing]"`). Everything is impo
 use. The modules behind these names are private: `_compare` (describing and comparing),
 `_constraints` (constraint values), `_spec` / `_strategies` (drawing), `_plans` (access
 plans), `_transforms` (the transformation checks), `_upstream` (comparisons with numpyro),
-`_process` (hash seeds, release, threads), `_registry` (`PROPERTIES`) and `_stable`
-(`check_stable`). The per-class facts they use are data: catalog examples in `_examples`,
-strategy hints in `_hints`.
+`_process` (hash seeds, release, threads), `_registry` (`PROPERTIES`), `_twin` (the numpyro
+twin a class is compared with: numpyro's class, the one `make_stable` wrapped, or a user's
+class body on numpyro's base) and `_stable` (`check_stable`). The per-class facts they use
+are data: catalog examples in `_examples`, strategy hints in `_hints`.
 """
 
 from __future__ import annotations
