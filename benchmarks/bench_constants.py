@@ -12,8 +12,10 @@ folded, the first call is fast, and every call computes the normaliser again - a
 when the distribution is a ``jit`` argument. Evaluating the expression once eagerly before
 ``jit`` caches the lazy values as concrete arrays, which the program then reads.
 
-The flag is read when jax is imported (jax's own modules branch on it) and is part of the
-jit cache key, so it cannot be switched within a process: each mode runs in a fresh process
+The flag is read when jax is imported (the default of its lowering's
+``hoist_constants_as_args``, and its array module's registration of arrays as literals:
+``jax.config.update`` after ``import jax`` reads back True but changes no program) and is part
+of the jit cache key, so it cannot be switched within a process: each mode runs in a fresh process
 (``python -m benchmarks.bench_constants --mode ...``) with the variable set explicitly, and
 the rows of the two modes are separate, each labelled with its mode.
 """

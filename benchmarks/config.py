@@ -3,7 +3,7 @@
 ``--device gpu`` (or ``tpu``) without a size option runs `ACCELERATOR`, the default profile
 shrunk to fit a 10-minute device lease. On one NVIDIA H200 the default profile's ``e2e`` alone
 would take an estimated 8 minutes (from the ``--quick`` run there: every NUTS or SVI run
-compiles for 1.5-4.5 s, and each row's untimed warm-ups compile the eager kernels for 10-16
+compiles for 1.2-4.3 s, and each row's untimed warm-ups compile the eager kernels for 10-16
 s), and its fresh-process benchmarks (``pcache``, cold compiles, the memory churn) start a
 CUDA client each.
 """
