@@ -579,6 +579,9 @@ def test_check_stable_takes_a_factory_not_an_instance() -> None:
         check_stable(stabledist.Normal(0.3, 1.1))
     with pytest.raises(TypeError, match="zero-argument factory or a hypothesis strategy"):
         check_stable(3.0)
+    with pytest.raises(TypeError, match=r"it is numpyro's Normal, not a stable one: build it "
+                                        r"with stabledist .* `stabledist.stabilize\(\.\.\.\)`"):
+        check_stable(nd.Normal(0.3, 1.1))
 
 
 def test_check_stable_compares_python_float_parameters_as_jax_holds_them() -> None:

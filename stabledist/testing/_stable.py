@@ -114,23 +114,23 @@ def check_stable(
         runner.run_property(name, first, report, failures)
     report.compared_with = dict(runner.compared_with)
     report.notes = list(runner.notes.values())
-    if failures:  # what a user's class was compared with; numpyro's own go without saying
-        head = [f"  {c} compared with {what}" for c, what in runner.compared_with.items()
-                if c not in runner.plain]
-        raise StabilityError(
-            f"{len(failures)} stability propert{'y' if len(failures) == 1 else 'ies'} failed:"
-            + "".join(f"\n  {note}" for note in runner.notes.values())
-            + ("\n" + "\n".join(head) if head else "") + "\n\n" + "\n\n".join(failures)
-        )
+    if failures:
+        raise StabilityError(runner.failure_text(failures))
     return report
 
 
 def _strategy_or_factory(value: Any) -> bool:
     """Whether ``value`` is a strategy (else a factory); what it cannot be raises."""
     if isinstance(value, nd.Distribution):
+        name = type(value).__name__
+        stable = "" if stabledist.is_stable(value) else (
+            f"; it is numpyro's {name}, not a stable one: build it with stabledist "
+            f"(`stabledist.{name}(...)`) or `stabledist.stabilize(...)` it in the factory"
+            if is_numpyro_class(type(value)) else
+            f"; {name} is not stable: `stabledist.make_stable({name})` gives the stable class")
         raise TypeError(f"check_stable takes a factory, not an instance: pass "
-                        f"`lambda: {type(value).__name__}(...)` (a new instance per call) or "
-                        "a hypothesis strategy")
+                        f"`lambda: {name}(...)` (a new instance per call) or a hypothesis "
+                        f"strategy{stable}")
     if isinstance(value, st.SearchStrategy):
         return True
     if not callable(value):
@@ -235,6 +235,15 @@ class _Runner:
             failures.append(f"{name}: {e}")
         except Exception as e:
             failures.append(f"{name}: {type(e).__name__}: {e}")
+
+    def failure_text(self, failures: list[str]) -> str:
+        """The failures, under the notes and what a user's class was compared with (said
+        once; numpyro's own classes go without saying)."""
+        head = [f"  {note}" for note in self.notes.values()]
+        head += [f"  {c} compared with {what}" for c, what in self.compared_with.items()
+                 if c not in self.plain]
+        count = f"{len(failures)} stability propert{'y' if len(failures) == 1 else 'ies'}"
+        return "\n".join([f"{count} failed:", *head]) + "\n\n" + "\n\n".join(failures)
 
     def not_applicable(self, name: str, d: Any) -> str | None:
         prop = PROPERTIES[name]
