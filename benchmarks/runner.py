@@ -146,7 +146,9 @@ def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: 
                       else _skip_reason(name, deadline_s))
             if reason:
                 skipped[name] = reason
-                progress(f"-- {name} skipped: {reason}")
+                TRACKER.begin(name)  # its steps count as done: the estimate drops them
+                TRACKER.end()
+                progress(TRACKER.line(f"-- {name} skipped: {reason}"))
                 continue
             result, stop = _run_one(name, profile, signals)
             stopped = stopped or stop
