@@ -29,7 +29,8 @@ from numpyro.infer import MCMC, NUTS, SVI, Predictive, Trace_ELBO
 from numpyro.infer.autoguide import AutoNormal
 
 import stabledist as dist
-from stabledist._src.batching import NOT_DERIVED, _holds_expanded
+from stabledist._src.batching import _holds_blocking
+from stabledist._src.spec import spec_of
 
 N = 2
 KEY = jax.random.PRNGKey(0)
@@ -45,9 +46,10 @@ def _vmapped(module, build):
 
 
 def _derived(d) -> bool:
-    names = {c.__name__ for c in type(d).__mro__}
+    rule = spec_of(type(d)).batch
     has_leaves = any(hasattr(x, "shape") for x in jax.tree.leaves(d))
-    return has_leaves and not (names & NOT_DERIVED) and not _holds_expanded(vars(d).values())
+    return has_leaves and not (rule is not None and rule.keep) and not _holds_blocking(
+        vars(d).values())
 
 
 def _outcome(f):
@@ -360,3 +362,63 @@ def test_parameters_of_other_ranks_are_read_too():
         assert g.batch_shape == (3,)
         elements = jnp.stack([make(nd, k).log_prob(x) for k in ks])
         np.testing.assert_allclose(g.log_prob(x), elements, rtol=1e-5)
+
+
+def test_stabilize_gives_the_batch_shape_of_the_stacked_parameters():
+    """A numpyro distribution out of ``vmap`` (a guide's posterior too) converted by
+    `stabilize` has the batch shape numpyro gives the same distribution built from the stacked
+    parameters, as inside ``stable_internals``; an identity function keeps it."""
+    locs = jnp.arange(4.0)
+    converted = dist.stabilize(jax.vmap(lambda m: nd.Normal(m, 1.0))(locs))
+    with dist.stable_internals():
+        inside = jax.vmap(lambda m: nd.Normal(m, 1.0))(locs)
+    for d in (converted, inside):
+        assert d.batch_shape == nd.Normal(locs, 1.0).batch_shape == (4,)
+        assert jax.jit(lambda d: d)(d).batch_shape == (4,)
+        assert d[1].loc == 1.0
+    # nested: a vmapped Independent, and numpyro's own truncated construction (its base keeps
+    # numpyro's stored shape)
+    nested = dist.stabilize(jax.vmap(lambda m: nd.Normal(m * jnp.ones(2), 1.0).to_event(1))(locs))
+    assert (nested.batch_shape, nested.event_shape) == ((4,), (2,))
+    built = nd.TruncatedNormal(0.0, 1.0, low=jnp.zeros(3))
+    truncated = dist.stabilize(built)
+    assert _shapes_all_the_way_down(truncated) == _shapes_all_the_way_down(built)
+    assert _shapes_all_the_way_down(jax.jit(lambda d: d)(truncated)) == \
+        _shapes_all_the_way_down(built)
+
+
+def test_stabilize_converts_any_pytree_of_distributions():
+    """Dicts and nested containers are converted too; a value without numpyro distributions
+    comes back as it is."""
+    posteriors = {"a": nd.Normal(0.0, 1.0), "b": [nd.Gamma(2.0, 1.0), 3]}
+    converted = dist.stabilize(posteriors)
+    assert dist.is_stable(converted["a"]) and dist.is_stable(converted["b"][0])
+    assert converted["b"][1] == 3
+    plain = {"a": 1, "b": dist.Normal(0.0, 1.0)}
+    assert dist.stabilize(plain) is plain
+
+
+def test_stabilize_of_a_vmapped_autoguide_posterior():
+    """``jax.vmap(guide.get_posterior)`` over a stack of parameters (numpyro's classes) converts
+    to the batch numpyro builds from the stacked parameters."""
+    from numpyro.infer.autoguide import AutoDiagonalNormal, AutoMultivariateNormal
+
+    def model():
+        numpyro.sample("x", nd.Normal(jnp.zeros(2), 1.0).to_event(1))
+
+    for make, params in (
+            (AutoDiagonalNormal, {"auto_loc": jnp.arange(6.0).reshape(3, 2),
+                                  "auto_scale": jnp.ones((3, 2))}),
+            (AutoMultivariateNormal, {"auto_loc": jnp.arange(6.0).reshape(3, 2),
+                                      "auto_scale_tril": jnp.broadcast_to(jnp.eye(2), (3, 2, 2))})):
+        guide = make(model)
+        with handlers.seed(rng_seed=0):
+            guide()
+        posterior = dist.stabilize(jax.vmap(guide.get_posterior)(params))
+        stacked = guide.get_posterior(params)
+        assert (posterior.batch_shape, posterior.event_shape) == \
+            (stacked.batch_shape, stacked.event_shape)
+        assert posterior.batch_shape[:1] == (3,)
+        np.testing.assert_array_equal(posterior.mean, stacked.mean)
+        np.testing.assert_array_equal(posterior.sample(KEY), stacked.sample(KEY))
+        assert jax.jit(lambda d: d)(posterior).batch_shape == posterior.batch_shape

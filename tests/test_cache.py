@@ -341,6 +341,16 @@ def test_short_hoisted_value_is_one_cheap_program_on_the_cpu():
     assert jnp.allclose(CACHE.cached(d)["precision_matrix"], want, rtol=1e-6)
 
 
+def _fresh_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hoisting decides as if no class had decided anything yet (a memo of this test's own)."""
+    from stabledist._src import hoisting
+
+    memo: dict = {}
+    real = hoisting._class_memo
+    monkeypatch.setattr(hoisting, "_class_memo", lambda instance, kind: memo.setdefault(
+        (type(instance), kind), {}) if kind == "decisions" else real(instance, kind))
+
+
 def test_hoisting_decision_is_made_once_per_leaf_ranks_when_sizes_cannot_change_it(
         monkeypatch):
     """Whether to hoist a value is decided from the equations its first computation in the
@@ -351,11 +361,9 @@ def test_hoisting_decision_is_made_once_per_leaf_ranks_when_sizes_cannot_change_
     again for every shape. Either way the decision is the one an abstract trace of the new
     shape gives, and the jitted result is numpyro's (bit for bit when computed in the
     trace)."""
-    import weakref
-
     from stabledist._src import hoisting
 
-    monkeypatch.setattr(hoisting, "_DECISIONS", weakref.WeakKeyDictionary())
+    _fresh_decisions(monkeypatch)
     decided: list[tuple[str, tuple]] = []
     abstract: list[str] = []
     remember, decide = hoisting._remember, hoisting._decide
@@ -404,7 +412,7 @@ def test_hoisting_decision_is_made_once_per_leaf_ranks_when_sizes_cannot_change_
                 assert jnp.allclose(got, want, rtol=1e-5), (kind, size)
             leaves, treedef = jax.tree_util.tree_flatten(ours)
             shapes = tuple(jnp.shape(v) for v in leaves)
-            memo = hoisting._DECISIONS.get(type(ours), {})
+            memo = hoisting._class_memo(ours, "decisions")
             for key, mode in list(memo.items()):
                 if key[0] == "shapes" and key[2] == shapes:
                     compute = class_attribute(type(ours), key[1]).wrapped
@@ -421,11 +429,8 @@ def test_a_value_hoisted_after_its_first_computation_in_the_trace_leaves_no_equa
     """Deciding from the trace computes the value there first; a value then hoisted (or
     decided again from the leaves) leaves none of those equations in the program: jit
     keeps dead equations, so they would be lowered and compiled for nothing."""
-    import weakref
 
-    from stabledist._src import hoisting
-
-    monkeypatch.setattr(hoisting, "_DECISIONS", weakref.WeakKeyDictionary())
+    _fresh_decisions(monkeypatch)
     cov = jnp.array([[2.0, 0.5, 0.1], [0.5, 1.0, 0.2], [0.1, 0.2, 1.5]])
     d = sd.MultivariateNormal(jnp.zeros(3), covariance_matrix=cov)  # hoisted
     jaxpr = jax.make_jaxpr(lambda x: d.precision_matrix @ x)(jnp.ones(3))
@@ -440,8 +445,6 @@ def test_hoisting_decisions_from_the_trace_agree_with_abstract_traces_over_the_c
     """For every catalog example, a fresh instance whose lazy values are first read inside jit
     has each hoisting decision (made from what its computation added to the trace) equal to
     the decision an abstract trace from the leaves alone gives."""
-    import weakref
-
     from stabledist._src import hoisting
 
     compared = 0
@@ -450,7 +453,7 @@ def test_hoisting_decisions_from_the_trace_agree_with_abstract_traces_over_the_c
         names = lazy_names(d)
         if not names:
             continue
-        monkeypatch.setattr(hoisting, "_DECISIONS", weakref.WeakKeyDictionary())
+        _fresh_decisions(monkeypatch)
 
         def read(s, d=d, names=names):
             out = {}
@@ -463,7 +466,7 @@ def test_hoisting_decisions_from_the_trace_agree_with_abstract_traces_over_the_c
 
         jax.jit(read)(jnp.zeros(()))
         leaves, treedef = jax.tree_util.tree_flatten(d)
-        for key, mode in list(hoisting._DECISIONS.get(type(d), {}).items()):
+        for key, mode in list(hoisting._class_memo(d, "decisions").items()):
             if key[0] != "shapes" or key[2] != tuple(jnp.shape(x) for x in leaves):
                 continue  # a held distribution's decision (checked with its own class)
             compute = class_attribute(type(d), key[1]).wrapped
@@ -478,11 +481,9 @@ def test_hoisting_decision_of_an_instance_with_cached_values_is_made_from_its_le
     or a held distribution's seeded one) is decided by an abstract trace from the leaves
     alone, as a fresh instance would compute it - never from what this instance happens to
     hold; the result is numpyro's."""
-    import weakref
-
     from stabledist._src import hoisting
 
-    monkeypatch.setattr(hoisting, "_DECISIONS", weakref.WeakKeyDictionary())
+    _fresh_decisions(monkeypatch)
     abstract: list[str] = []
     decide = hoisting._decide
 

@@ -30,6 +30,7 @@ from helpers import BUILDERS
 import stabledist
 from stabledist._src import export as _export
 from stabledist._src import pytree as _pytree
+from stabledist._src.spec import spec_of
 from stabledist.testing import catalog
 
 pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
@@ -193,7 +194,7 @@ def test_aux_encoding_is_canonical_json() -> None:
     d = stabledist.Normal(0.0, 1.0).expand((2, 3))
     for node in (d, d.base_dist):
         _, aux = node.tree_flatten()
-        serialize, deserialize = _export._table_codec(type(node), "n")
+        serialize, deserialize = _export._table_codec(type(node), spec_of(type(node)), "n")
         data = serialize(aux)
         payload = json.loads(data)
         assert data == json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
@@ -213,31 +214,51 @@ def test_aux_encoding_is_canonical_json() -> None:
 def test_layout_change_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     d, x = _Scaled(jnp.full(2, 2.0)), jnp.ones(2)
     data = jax.export.export(jax.jit(log_prob))(d, x).serialize()
-    registered = _pytree.pytree_of(_Scaled)
-    table = dataclasses.replace(registered.table, aux=("renamed", *registered.table.aux[1:]))
-    monkeypatch.setitem(_pytree._PYTREES, _Scaled,
-                        dataclasses.replace(registered, table=table))
+    spec = spec_of(_Scaled)
+    monkeypatch.setattr(spec, "table", dataclasses.replace(
+        spec.table, aux=("renamed", *spec.table.aux[1:])))
     with pytest.raises(ValueError, match=r"_Scaled .* written with the aux fields .*'renamed'"):
         jax.export.deserialize(data)
 
 
-def test_unknown_class_names_the_class(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_class_says_which_module_to_import(monkeypatch: pytest.MonkeyPatch) -> None:
     """Bytes naming a class this process has not created (a user's module not imported yet):
-    jax's own error, which names the serialized name."""
+    the error names the class and the module to import (JAX's own names only the name)."""
     d, x = _Scaled(jnp.full(2, 2.0)), jnp.ones(2)
     data = jax.export.export(jax.jit(log_prob))(d, x).serialize()
     name = _export.serialized_name(_Scaled)
-    monkeypatch.delitem(jax._src.export._export.deserialization_registry, name)
-    with pytest.raises(ValueError, match=f"unregistered type `{re.escape(name)}`"):
+    registry = jax._src.export._export.deserialization_registry
+    monkeypatch.setattr(jax._src.export._export, "deserialization_registry", type(registry)(
+        {k: v for k, v in dict.items(registry) if k != name}))
+    jax._src.export._export.deserialization_registry.missing = registry.missing
+    with pytest.raises(ValueError, match=rf"`{__name__}._Scaled`.*import {__name__}"):
         jax.export.deserialize(data)
 
 
 def test_registration_is_guarded() -> None:
-    """A second registration (of the class or of its name) keeps the first, silently."""
+    """A second registration of a class, or of a name another class holds, keeps the first."""
     before = dict(jax._src.export._export.serialization_registry)
-    _export.register_serialization(stabledist.Normal)
+    _export.register_serialization(stabledist.Normal, spec_of(stabledist.Normal))
     _export._register(stabledist.Normal, "other", bytes, bytes)
+    _export._register(stabledist.LogNormal, _export.serialized_name(stabledist.Normal), bytes,
+                      bytes)
     assert jax._src.export._export.serialization_registry == before
+
+
+def test_a_class_defined_again_is_exported_by_its_newest_definition() -> None:
+    """A notebook cell run again (or a module reloaded) defines a class twice: both
+    definitions serialize while alive, and the bytes deserialize as the newest one."""
+    namespace: dict[str, Any] = {"stabledist": stabledist}
+    classes = []
+    for _ in range(2):
+        exec("class Redefined(stabledist.Normal):\n    pass", namespace)
+        classes.append(namespace["Redefined"])
+    old, new = classes
+    export = jax.export.export(jax.jit(lambda d: d.log_prob(0.5)))
+    for cls in (new, old):
+        exported = jax.export.deserialize(export(cls(0.0, 1.0)).serialize())
+        assert type(jax.tree.unflatten(exported.in_tree, [0.0, 1.0])[0][0]) is new
+        assert_bits(exported.call(new(0.0, 1.0)), stabledist.Normal(0.0, 1.0).log_prob(0.5))
 
 
 # --- a second process ----------------------------------------------------------------------
@@ -317,5 +338,16 @@ def test_second_process_with_another_hash_seed(tmp_path: Path) -> None:
 
     assert "written" in run("write", "1")
     out = run("read", "2")
-    assert "unregistered type `stabledist:user_dists.Shifted`" in out
+    assert "`user_dists.Shifted`" in out and "import user_dists" in out
     assert out.count("same ") == 6, out
+
+
+def test_a_numpyro_built_distribution_points_to_stabilize() -> None:
+    """numpyro's own classes cannot be serialized: the error says how to convert them."""
+    import numpyro.distributions as nd
+
+    exported = jax.export.export(jax.jit(log_prob))(nd.Normal(0.0, 1.0), 0.5)
+    with pytest.raises(_export.UnserializableAuxError, match=r"stabledist\.stabilize\(d\)"):
+        exported.serialize()
+    converted = stabledist.stabilize(nd.Normal(0.0, 1.0))
+    assert jax.export.export(jax.jit(log_prob))(converted, 0.5).serialize()

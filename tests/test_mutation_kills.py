@@ -241,7 +241,7 @@ class _Mixin:
 
 def test_the_field_table_follows_numpyros_rules_and_the_forks_words() -> None:
     """``field_table`` 1, 8, 48, 51, 65-68, 70, 80."""
-    from stabledist._src.pytree import field_table
+    from stabledist._src.spec import field_table
 
     class Both(nd.Normal):
         pytree_data_fields = ("flag",)
@@ -700,7 +700,7 @@ def test_a_hoisted_program_is_given_the_values_the_instance_already_has() -> Non
     assert "covariance_matrix" in CACHE.seeded(d)
     jax.jit(lambda x: x @ d.precision_matrix)(jnp.ones(3))
     treedef = jax.tree_util.tree_structure(d)
-    programs = {key[0]: program for key, program in hoisting._PROGRAMS[type(d)].items()
+    programs = {key[0]: program for key, program in hoisting._class_memo(d, "programs").items()
                 if key[2] == treedef}
     assert programs.get("precision_matrix") is not None
     np.testing.assert_allclose(CACHE.cached(d)["precision_matrix"], 0.5 * jnp.eye(3),
@@ -816,13 +816,13 @@ def test_a_list_field_in_aux_data_is_a_list_again_after_a_round_trip() -> None:
 
 
 def test_generated_pytree_code_is_readable_in_tracebacks() -> None:
-    """``_generate`` 90, 92: the generated flatten/unflatten's source is kept in
-    ``linecache`` (whole lines), so tracebacks and debuggers show it."""
+    """The generated flatten/unflatten's source is kept in ``linecache`` (whole lines), so
+    tracebacks and debuggers show it."""
     import linecache
 
-    from stabledist._src.pytree import pytree_of
+    from stabledist._src.spec import spec_of
 
-    code = pytree_of(sd.Normal).flatten.__code__
+    code = spec_of(sd.Normal).pytree.flatten.__code__
     assert code.co_filename.startswith("<stabledist._src.pytree ")
     lines = linecache.getlines(code.co_filename)
     assert lines[code.co_firstlineno - 1] == "def flatten(d):\n"
@@ -933,7 +933,10 @@ def test_an_eager_round_trip_never_asks_for_a_derivation(
     by_design = {"IntervalCensoredDistribution", "LeftCensoredDistribution",
                  "RightCensoredDistribution"}
     slow = []
-    batching._SHAPES.clear()  # derive's memo would answer without asking
+    from stabledist._src.spec import spec_of
+
+    for cls in {type(build(sd)) for _, build in catalog.all_builders()}:
+        monkeypatch.setattr(spec_of(cls), "shapes", {})  # derive's memo would answer
     monkeypatch.setattr(batching, "_contributions", counting)
     for name, build in sorted(catalog.all_builders()):
         d = build(sd)

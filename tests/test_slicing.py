@@ -130,3 +130,13 @@ def test_unsliceable_transforms_say_so():
     with pytest.raises(TypeError, match="TransformedDistribution cannot be sliced: its "
                                         "transforms have array parameters"):
         d[0]
+
+
+@pytest.mark.parametrize("index", ["a", 1.5, True, jnp.array([0.5])],
+                         ids=["str", "float", "bool", "float-array"])
+def test_invalid_indices_say_what_is_valid(index):
+    """Each says what cannot index and what can, and never offers boolean arrays."""
+    d = dist.Normal(jnp.arange(4.0), 1.0)
+    with pytest.raises(TypeError, match="cannot index a batch; index with integers") as error:
+        d[index]
+    assert "boolean arrays" not in str(error.value)

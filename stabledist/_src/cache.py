@@ -38,6 +38,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from numpyro.distributions.util import lazy_property as _numpyro_lazy_property
 
 from stabledist._src.hoisting import CONCRETE_TYPES, is_concrete, traced_value
+from stabledist._src.introspect import SPEC_ATTRIBUTE
 from stabledist._src.jax_private import is_top_level, top_level_state
 
 __all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", "clear_cache"]
@@ -59,7 +60,7 @@ class CacheInfo(NamedTuple):
 class _Owner(weakref.ref):
     """The weak reference to an instance that has values in the cache, and the bookkeeping
     its death and its changes need: the instance's key, the names it has values for, which
-    of them its constructor seeded, whether its construction has ended (``settled``: from
+    of them its constructor seeded, whether its construction has ended (``constructed``: from
     then on an assignment drops seeded values too), the owners of the distributions that
     hold it and have values (``holders``, by key: an assignment to this instance drops
     theirs), and the owners of the distributions it holds (``held``, recorded at its first
@@ -70,11 +71,11 @@ class _Owner(weakref.ref):
     ``names`` and ``seeded`` are frozensets, replaced, never changed in place: a first value
     shares its property's one-name set (no set built on the first-read path)."""
 
-    __slots__ = ("held", "holders", "key", "names", "seeded", "settled")
+    __slots__ = ("constructed", "held", "holders", "key", "names", "seeded")
     key: int
     names: frozenset[str]
     seeded: frozenset[str]
-    settled: bool
+    constructed: bool
     holders: dict[int, _Owner] | None
     held: list[_Owner] | None
 
@@ -98,8 +99,6 @@ class LazyValueCache:
         self._owners: dict[int, _Owner] = {}
         self.owners: Mapping[int, object] = self._owners  # read-only view for `in` tests
         self.lock = threading.RLock()
-        # class -> instance -> the distributions it holds (nested fields), for `holds`
-        self.children_of: dict[type, Callable[[Any], list[Any]]] = {}
         self._release_callback = self._release  # one bound method, not one per owner
         self._readers = self._reader_factory()
 
@@ -125,9 +124,10 @@ class LazyValueCache:
         owners, owners_get = self._owners, self._owners.get
         acquire, release = self.lock.acquire, self.lock.release
         strong, eval_trace, axis, top_axis_env = _TOP_LEVEL
-        concrete_types, children_of = CONCRETE_TYPES, self.children_of
+        concrete_types, holds_of = CONCRETE_TYPES, _holds_of
         new_owner, callback = _Owner, self._release_callback
-        get_or_compute, adopt, store = self.get_or_compute, self._adopt, self._store
+        get_or_compute, record_holder, store = (
+            self.get_or_compute, self._record_holder, self._store)
         checked_owner = self._new_owner
 
         def reader(name: str, prop: Any) -> Callable[[Any], Any]:
@@ -154,12 +154,12 @@ class LazyValueCache:
                     except TypeError:
                         owner = checked_owner(instance, key)  # raises the clear error
                     owner.key, owner.names, owner.seeded = key, only_this, _NOTHING
-                    owner.settled, owner.holders, owner.held = False, None, None
+                    owner.constructed, owner.holders, owner.held = False, None, None
                     owners[key] = owner
                     values[key] = value
-                    children = children_of.get(type(instance))
-                    if children is not None:
-                        adopt(owner, instance, children)
+                    holds = holds_of(type(instance))
+                    if holds is not None:
+                        record_holder(owner, instance, holds)
                     return value
                 finally:
                     release()
@@ -244,12 +244,12 @@ class LazyValueCache:
                 if not owner.names and not owner.holders and self._owners.get(key) is owner:
                     del self._owners[key]  # (its instance may have died during this loop)
 
-    def settled(self, instance: object) -> None:
+    def constructed(self, instance: object) -> None:
         """The construction of ``instance`` has ended: from now on an assignment to one of
         its fields drops its seeded values too (hot: every construction, one dict lookup)."""
         owner = self._owners.get(id(instance))
         if owner is not None:
-            owner.settled = True
+            owner.constructed = True
 
     def invalidate(self, instance: object) -> None:
         """A field of ``instance`` was assigned: drop its values and those of every
@@ -272,11 +272,11 @@ class LazyValueCache:
         if owner is None or key in seen:
             return
         seen.add(key)
-        drop = owner.names if owner.settled else owner.names - owner.seeded
+        drop = owner.names if owner.constructed else owner.names - owner.seeded
         for name in drop:
             self._tables[name].pop(key, None)
         owner.names = owner.names - drop
-        if owner.settled:
+        if owner.constructed:
             owner.seeded = _NOTHING
         for holder_owner in list((owner.holders or {}).values()):
             holder = holder_owner()
@@ -297,9 +297,9 @@ class LazyValueCache:
             owner.names = owner.names | {name}
         table[key] = value
         if owner.held is None:  # new, made as a child, or its children were reassigned
-            children = self.children_of.get(type(instance))
-            if children is not None:  # a value of a distribution that holds others
-                self._adopt(owner, instance, children)
+            holds = _holds_of(type(instance))
+            if holds is not None:  # a value of a distribution that holds others
+                self._record_holder(owner, instance, holds)
         return owner
 
     def _new_owner(self, instance: object, key: int) -> _Owner:
@@ -312,22 +312,22 @@ class LazyValueCache:
                 "cached externally"
             ) from None
         owner.key, owner.names, owner.seeded = key, _NOTHING, _NOTHING
-        owner.settled, owner.holders, owner.held = False, None, None
+        owner.constructed, owner.holders, owner.held = False, None, None
         self._owners[key] = owner
         return owner
 
-    def _adopt(self, owner: _Owner, instance: object,
-               children: Callable[[Any], list[Any]]) -> None:
+    def _record_holder(self, owner: _Owner, instance: object,
+                       holds: Callable[[Any], list[Any]]) -> None:
         """``instance`` (whose owner is ``owner``) got its first value: record it as a
         holder of each distribution it holds (an assignment to a field of one of them then
         drops ``instance``'s values too), making owners for those that have none."""
         owners, key, held = self._owners, owner.key, []
-        for child in children(instance):
+        for child in holds(instance):
             child_key = id(child)
             child_owner = owners.get(child_key)
             if child_owner is None:
                 child_owner = self._new_owner(child, child_key)
-                child_owner.settled = True  # constructed before its holder
+                child_owner.constructed = True  # constructed before its holder
             holders = child_owner.holders
             if holders is None:  # by key: O(1) when many distributions hold one child
                 holders = child_owner.holders = {}
@@ -349,6 +349,12 @@ class LazyValueCache:
             holders = child.holders
             if holders is not None and holders.get(key) is owner:
                 del holders[key]
+
+
+def _holds_of(cls: type) -> Callable[[Any], list[Any]] | None:
+    """``d -> the distributions d holds``, from the class's spec (None if it holds none)."""
+    spec = getattr(cls, SPEC_ATTRIBUTE, None)
+    return None if spec is None else spec.holds
 
 
 CACHE = LazyValueCache()

@@ -4,8 +4,8 @@
 arguments and results (``in_tree``, ``out_tree``) with the bytes: every custom node needs a
 name and an aux data encoder registered with ``jax.export.register_pytree_node_serialization``
 (numpyro registers none, so its distributions cannot be exported). Here every stable class is
-registered once, when it is created (`register_serialization`, called by
-`stabledist._src.fork._build_stable_class`, so a user's `make_stable` class is covered too),
+registered once, when it is created (`register_serialization`, called by the fork's
+registration step, so a user's `make_stable` class is covered too),
 and so are numpyro's constraint and transform types, which appear as nodes inside
 distributions (``TransformedDistribution.transforms``, a truncated distribution's support).
 
@@ -50,7 +50,9 @@ from numpyro.distributions import constraints as _constraints
 from numpyro.distributions import transforms as _transforms
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
-from stabledist._src.pytree import StaticValue, pytree_of
+from stabledist._src import jax_private
+from stabledist._src.pytree import StaticValue
+from stabledist._src.spec import SPEC, ClassSpec
 
 __all__ = ["UnserializableAuxError", "register_serialization", "serialized_name"]
 
@@ -87,62 +89,70 @@ class _CannotEncodeError(Exception):
 
 def serialized_name(cls: type) -> str:
     """The name ``jax.export`` writes for the stable class ``cls`` (see the module doc)."""
-    return PREFIX + _qualified(_source_of(cls))
+    return PREFIX + _qualified(getattr(cls, SPEC).source)
 
 
-def register_serialization(cls: type, own: bool = False) -> None:
+def register_serialization(cls: type, spec: ClassSpec) -> None:
     """Register the stable class ``cls`` (just registered as a pytree) for ``jax.export``.
 
-    ``own``: ``cls`` flattens with a user's own ``tree_flatten``, whose aux data is the user's
-    (encoded as a value, without a field layout). Called once per class, at class creation.
+    A class with a user's own ``tree_flatten`` has the user's aux data (encoded as a value,
+    without a field layout). Called once per class, at class creation.
     """
     if _register_node is None:
         return
     _ensure_numpyro_nodes()
-    name = serialized_name(cls)
-    if own:
+    name = PREFIX + _qualified(spec.source)
+    if spec.own is not None:
         serialize, deserialize = _value_codec(cls, name)
     else:
-        serialize, deserialize = _table_codec(cls, name)
+        serialize, deserialize = _table_codec(cls, spec, name)
     _register(cls, name, serialize, deserialize)
 
 
 def _register(nodetype: type, name: str, serialize: Callable[[Any], bytes],
               deserialize: Callable[[bytes], Any]) -> None:
+    """Register ``nodetype`` under ``name``. A name held already stays with its holder
+    (numpyro or JAX registered it themselves), except when the holder is an earlier definition
+    of the same stable class (a notebook cell run again, a module reloaded): the newest
+    definition takes the name, and the old one keeps serializing while it lives."""
     assert _register_node is not None
     try:
-        _register_node(nodetype, serialized_name=name, serialize_auxdata=serialize,
-                       deserialize_auxdata=deserialize)
+        with jax_private.registering_export_names():
+            _register_node(nodetype, serialized_name=name, serialize_auxdata=serialize,
+                           deserialize_auxdata=deserialize)
     except ValueError:
-        # the type (or the name) has a serialization already: registered by numpyro or JAX
-        # themselves, or a second class of the same module and qualified name (defined in a
-        # function called twice). The first registration stays.
-        pass
+        holder = jax_private.export_name_holder(name)
+        if holder is not None and holder is not nodetype and _redefines(nodetype, holder):
+            jax_private.take_export_name(nodetype, name, serialize, deserialize,
+                                         _from_children(nodetype))
 
 
-def _source_of(cls: type) -> type:
-    """The class a stable class mirrors, or the class itself.
-
-    Called while the class is being created (before `stabledist._src.fork` records the
-    mirror): a mirror made by ``stable_class(S)`` has bases ``(stable bases..., S)`` and ``S``'s
-    qualified name; ``stabledist.Distribution`` mirrors numpyro's ``Distribution`` the same way.
-    """
-    source = cls.__bases__[-1]
-    if (
-        issubclass(source, _NumpyroDistribution)
-        and not _is_stable(source)
-        and source.__qualname__ == cls.__qualname__
-    ):
-        return source
-    return cls
+def _redefines(new: type, old: type) -> bool:
+    return (_qualified(new) == _qualified(old) and SPEC in vars(new) and SPEC in vars(old))
 
 
-def _is_stable(cls: type) -> bool:
-    try:
-        pytree_of(cls)
-    except KeyError:
-        return False
-    return True
+def _from_children(nodetype: type) -> Callable[..., Any]:
+    unflatten = getattr(nodetype, SPEC).pytree.unflatten
+    own = getattr(nodetype, SPEC).own
+    return own[1] if own is not None else unflatten
+
+
+def _missing_name(name: str) -> None:
+    """jax.export is about to fail on bytes that name a stable class no module has defined in
+    this process: say which module to import (JAX's own error names only the name)."""
+    if not name.startswith(PREFIX):
+        return
+    path = name[len(PREFIX):]
+    module = path.split(".", 1)[0]
+    where = ("it was defined in a script (__main__): define it in a module that both the "
+             "exporting and the deserializing process import" if module == "__main__" else
+             f"import the module that defines it (`import {path.rpartition('.')[0]}`, or "
+             f"the module of `{module}` that defines it) before jax.export.deserialize")
+    raise ValueError(f"cannot deserialize: the exported function takes or returns a "
+                     f"`{path}` ({name}), a class this process has not defined; {where}")
+
+
+jax_private.on_missing_export_name(_missing_name)
 
 
 def _qualified(cls: type) -> str:
@@ -168,6 +178,25 @@ def _ensure_numpyro_nodes() -> None:
             if node.__module__.startswith("numpyro."):
                 name = PREFIX + _qualified(node)
                 _register(node, name, *_numpyro_node_codec(node, name))
+    for cls in sorted(_subclasses(_NumpyroDistribution), key=_qualified):
+        if cls.__module__.startswith("numpyro.") and SPEC not in vars(cls):
+            _register(cls, f"{PREFIX}numpyro-built:{_qualified(cls)}", *_refusal(cls))
+
+
+def _refusal(cls: type) -> tuple[Callable[[Any], bytes], Callable[[bytes], Any]]:
+    """numpyro's own distribution classes: ``serialize()`` says to convert them (JAX's error
+    would say only "unregistered type")."""
+    def serialize(aux: Any) -> bytes:
+        raise UnserializableAuxError(
+            f"cannot serialize a numpyro.distributions.{cls.__qualname__} for jax.export: "
+            "numpyro's distribution classes are not exportable; give the function a stable "
+            "one: stabledist.stabilize(d) converts it (numpyro's autoguides and Predictive "
+            "build stable ones inside `with stabledist.stable_internals():`)")
+
+    def deserialize(data: bytes) -> Any:  # pragma: no cover - nothing serializes this name
+        raise ValueError(f"{cls.__qualname__}: numpyro's distributions are never exported")
+
+    return serialize, deserialize
 
 
 def _subclasses(base: type) -> set[type]:
@@ -184,13 +213,13 @@ def _subclasses(base: type) -> set[type]:
 # --- codecs: one per registered type --------------------------------------------------------
 
 
-def _table_codec(cls: type, name: str) -> tuple[Callable[[Any], bytes], Callable[[bytes], Any]]:
+def _table_codec(cls: type, spec: ClassSpec, name: str
+                 ) -> tuple[Callable[[Any], bytes], Callable[[bytes], Any]]:
     """Aux data ``(aux values..., hybrid statics..., absent names)`` with its field names."""
     label = f"{cls.__qualname__} ({name})"
 
     def fields() -> list[str]:
-        table = pytree_of(cls).table  # read when used: the table is fixed, the class weakly held
-        return [*table.aux, *table.hybrid, _ABSENT]
+        return [*spec.table.aux, *spec.table.hybrid, _ABSENT]
 
     def serialize(aux: Any) -> bytes:
         names = fields()

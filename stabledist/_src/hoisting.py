@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import functools
 import math
-import weakref
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -53,6 +52,7 @@ import numpy as np
 from jax.core import Tracer
 
 from stabledist._src import jax_private
+from stabledist._src.introspect import SPEC_ATTRIBUTE
 from stabledist._src.jax_private import (
     Recording,
     constants_used,
@@ -94,7 +94,14 @@ by op); one with more by one compiled program everywhere (mode ``"program"``).""
 
 Mode = Literal["trace", "eager", "program"]
 
-_DECISIONS: weakref.WeakKeyDictionary[type, dict[Any, Mode]] = weakref.WeakKeyDictionary()
+
+
+def _class_memo(instance: Any, kind: str) -> dict[Any, Any]:
+    """The memo ``kind`` ("decisions" or "programs") of ``instance``'s class, kept on its spec
+    (`stabledist._src.spec.ClassSpec.hoisting`). A class without a spec (a cached lazy
+    property on a class that is no stable distribution) memoizes nothing."""
+    spec = getattr(type(instance), SPEC_ATTRIBUTE, None)
+    return {} if spec is None else spec.hoisting.setdefault(kind, {})
 
 
 def hoisting_mode(instance: Any, name: str, compute: Callable[[Any], Any],
@@ -115,8 +122,8 @@ def hoisting_mode(instance: Any, name: str, compute: Callable[[Any], Any],
 
 def known_mode(instance: Any, name: str, leaves: list[Any]) -> Mode | None:
     """The memoized decision for these leaf shapes (or ranks), if one was made."""
-    decisions = _DECISIONS.get(type(instance))
-    if decisions is None:
+    decisions = _class_memo(instance, "decisions")
+    if not decisions:
         return None
     shapes, dtypes = _signature(leaves)
     mode = decisions.get(("shapes", name, shapes, dtypes))
@@ -138,9 +145,7 @@ def _ranks(shapes: tuple) -> tuple:
 
 
 def _remember(instance: Any, name: str, leaves: list[Any], mode: Mode, sizeless: bool) -> None:
-    decisions = _DECISIONS.get(type(instance))
-    if decisions is None:
-        decisions = _DECISIONS.setdefault(type(instance), {})
+    decisions = _class_memo(instance, "decisions")
     shapes, dtypes = _signature(leaves)
     decisions[("shapes", name, shapes, dtypes)] = mode
     if sizeless:
@@ -283,10 +288,6 @@ def _size(aval: Any) -> int:
 
 
 _Program = Callable[[list[Any], dict[str, Any]], Any]
-# per class: (property, compute, tree structure) -> its compiled program, or None when the
-# value could not be compiled (then it is computed op by op)
-_PROGRAMS: weakref.WeakKeyDictionary[type, dict[Any, _Program | None]] = (
-    weakref.WeakKeyDictionary())
 
 
 def compute_hoisted(instance: Any, name: str, compute: Callable[[Any], Any],
@@ -298,9 +299,9 @@ def compute_hoisted(instance: Any, name: str, compute: Callable[[Any], Any],
     rebuilt instance, so the program uses them as ``compute(instance)`` would. Values that
     cannot be compiled (a tree structure with unhashable static fields, a value that is not
     arrays, Python control flow on values) are computed eagerly, op by op."""
-    programs = _PROGRAMS.get(type(instance))
-    if programs is None:
-        programs = _PROGRAMS.setdefault(type(instance), {})
+    # (property, compute, tree structure) -> its compiled program, or None when the value
+    # could not be compiled (then it is computed op by op)
+    programs: dict[Any, _Program | None] = _class_memo(instance, "programs")
     known = {k: v for k, v in known.items() if _is_array_tree(v)}
     key = (name, compute, treedef)
     try:

@@ -18,12 +18,17 @@ from numpyro.distributions.util import lazy_property
 
 __all__ = [
     "NOT_FACTORIES",
+    "SPEC_ATTRIBUTE",
     "class_attribute",
     "is_factory_name",
     "is_numpyro_class",
     "lazy_names",
     "public_names",
 ]
+
+SPEC_ATTRIBUTE = "__stable_spec__"
+"""The class attribute where a stable class keeps its spec (`stabledist._src.spec.ClassSpec`):
+the per-class state the cache, hoisting and batching read."""
 
 NOT_FACTORIES = frozenset({"biject_to", "kl_divergence"})
 """Public functions of ``numpyro.distributions`` that do not build distributions."""

@@ -23,7 +23,7 @@ import contextlib
 import functools
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -33,7 +33,8 @@ import jax.extend.core as _jex_core
 __all__ = [
     "INTERNALS", "JaxInternalsWarning", "Recording", "available", "constants_used",
     "cpu_one_shot_options", "current_trace", "drop_recorded", "eval_context",
-    "hoisting_available", "in_trace", "is_top_level", "missing", "no_ambient_mesh",
+    "export_name_holder", "hoisting_available", "in_trace", "is_top_level", "missing",
+    "no_ambient_mesh", "on_missing_export_name", "registering_export_names", "take_export_name",
     "probe_all", "recorded_equations", "stages", "start_recording", "top_level_state",
     "trace_of", "TURNED_OFF",
 ]
@@ -86,6 +87,14 @@ INTERNALS: dict[str, Internal] = {i.name: i for i in (
         "take those equations back out when it is hoisted",
         "the decision comes from an abstract trace of the value (jax.make_jaxpr: a slower first "
         "read, the same decision)"),
+    Internal(
+        "export_registries", "jax._src.export._export.serialization_registry, "
+        ".deserialization_registry",
+        "jax.export: a class defined again (a notebook cell run again, a reloaded module) takes "
+        "over its name, and bytes naming a class no module has defined yet say which module to "
+        "import",
+        "the first definition keeps its name (a redefined class cannot be serialized), and "
+        "JAX's own error names only the serialized name"),
     Internal(
         "tracer_traces", "Tracer._trace, jax._src.core.set_current_trace",
         "stabledist.handlers.seed: a key traced by an inner block's trace never outlives it; "
@@ -172,6 +181,76 @@ def _tracer_traces() -> Callable[[Any], Any]:
 
     jax.make_jaxpr(f)(1.0)
     return core.set_current_trace
+
+
+def _export_registries() -> Any:
+    from jax._src.export import _export
+
+    if not (isinstance(_export.serialization_registry, dict)
+            and isinstance(_export.deserialization_registry, dict)):
+        raise AssertionError("jax.export keeps its registries in other types")
+    return _export
+
+
+class _NameRegistry(dict):
+    """jax.export's deserialization registry, which asks ``missing(name)`` (it raises a clear
+    error) about a name it does not hold, except while stabledist registers one."""
+
+    missing: Callable[[str], None] | None = None
+    registering = False
+
+    def __contains__(self, name: object) -> bool:
+        if dict.__contains__(self, name):
+            return True
+        if self.missing is not None and not self.registering and isinstance(name, str):
+            self.missing(name)
+        return dict.__contains__(self, name)
+
+
+def export_name_holder(name: str) -> type | None:
+    """The type ``jax.export`` deserializes ``name`` as (None when unknown or not held)."""
+    if _exports is None:
+        return None
+    entry = dict.get(_exports.deserialization_registry, name)
+    return None if entry is None else entry[0]
+
+
+def take_export_name(nodetype: type, name: str, serialize: Callable[[Any], bytes],
+                     deserialize: Callable[[bytes], Any], unflatten: Callable[..., Any]) -> bool:
+    """Make ``name`` deserialize as ``nodetype`` (a class defined again), keeping the old
+    type's own serialization (its instances still export); False without the internal."""
+    if _exports is None:
+        return False
+    _exports.serialization_registry[nodetype] = (name, serialize)
+    dict.__setitem__(_exports.deserialization_registry, name,
+                     (nodetype, deserialize, unflatten))
+    return True
+
+
+def on_missing_export_name(missing: Callable[[str], None]) -> None:
+    """Have ``missing(name)`` asked when jax.export deserializes a name no type holds (it
+    raises the clear error); set once, at import."""
+    if _exports is None:
+        return
+    registry = _exports.deserialization_registry
+    if type(registry) is not _NameRegistry:
+        registry = _NameRegistry(registry)
+        _exports.deserialization_registry = registry
+    registry.missing = missing
+
+
+@contextlib.contextmanager
+def registering_export_names() -> Iterator[None]:
+    """While stabledist registers names, a name not held yet is no question to ask."""
+    registry = getattr(_exports, "deserialization_registry", None)
+    if type(registry) is not _NameRegistry:
+        yield
+        return
+    registry.registering = True
+    try:
+        yield
+    finally:
+        registry.registering = False
 
 
 def _pass_through_traces() -> tuple[type, ...]:
@@ -396,5 +475,6 @@ _eval = _probe("eval_context", _eval_context)
 _empty_mesh = _probe("ambient_mesh", _ambient_mesh)
 _PASS_THROUGH: tuple[type, ...] = _probe("pass_through_traces", _pass_through_traces) or ()
 _set_trace = _probe("tracer_traces", _tracer_traces)
+_exports = _probe("export_registries", _export_registries)
 if _unexpected():
     _warn_missing(_unexpected())

@@ -10,7 +10,9 @@ The constructor recomputes everything derived (``TruncatedNormal``'s promoted ba
 with the numbers ``vmap`` sees. `ExpandedDistribution` slices its base where the base has the
 dimension and keeps the expansion. A class whose constructor cannot be called from its fields
 (a transform with batched parameters, a distribution of a user's class without a constructor of
-its fields) raises a `TypeError` saying so.
+its fields) raises a `TypeError` saying so. What a class needs beyond its spec (a reason it
+cannot be sliced, nested distributions' own trailing dimensions, constructor arguments kept
+only through shapes) are its `stabledist._src.facts`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from numpyro.distributions.distribution import Distribution as _NumpyroDistribut
 from numpyro.distributions.distribution import ExpandedDistribution
 from numpyro.distributions.transforms import Transform
 
-from stabledist._src.batching import CHILD_OFFSETS, EVENT, event_rank, merged
+from stabledist._src.facts import EVENT, Facts, facts_of
+from stabledist._src.spec import SPEC, event_rank
 
 __all__ = ["getitem"]
 
@@ -42,9 +45,12 @@ def getitem(d: Any, index: Any) -> Any:
 def _normalize(index: Any, ndim: int, name: str) -> _Index:
     """``index`` as a tuple with one entry per batch dimension (``None`` entries extra)."""
     items = index if isinstance(index, tuple) else (index,)
-    if any(_is_bool_array(i) for i in items):
-        raise TypeError(f"{name}[...]: boolean masks are not supported; index with "
-                        "integers, slices, ..., None or integer arrays")
+    for item in items:
+        if not _valid_item(item):
+            what = "a boolean mask" if _is_bool_array(item) else repr(item)
+            raise TypeError(
+                f"{name}[...]: {what} cannot index a batch; index with integers, slices (:), "
+                "..., None or integer arrays (boolean masks are not supported)")
     ellipses = sum(i is Ellipsis for i in items)
     if ellipses > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -57,6 +63,17 @@ def _normalize(index: Any, ndim: int, name: str) -> _Index:
         at = items.index(Ellipsis)
         return (*items[:at], *fill, *items[at + 1:])
     return (*items, *fill)
+
+
+def _valid_item(i: Any) -> bool:
+    if i is None or i is Ellipsis or isinstance(i, slice):
+        return True
+    if isinstance(i, bool | np.bool_):
+        return False
+    if isinstance(i, int | np.integer):
+        return True
+    dtype = getattr(i, "dtype", None)
+    return dtype is not None and np.issubdtype(np.dtype(dtype), np.integer)
 
 
 def _is_bool_array(i: Any) -> bool:
@@ -77,8 +94,9 @@ def _slice(d: Any, index: _Index, batch: tuple[int, ...]) -> Any:
     and indexed by ``index`` (one entry per dimension of ``batch``)."""
     new_batch = _sliced_shape(batch, index)
     cls = type(d)
-    if _NOT_SLICEABLE.intersection(c.__name__ for c in cls.__mro__):
-        raise _unsliceable(cls, "its batch shape is not carried by its parameters")
+    facts = _facts(cls)
+    if facts.unsliceable is not None:
+        raise _unsliceable(cls, facts.unsliceable)
     if isinstance(d, ExpandedDistribution):  # the base broadcast to the expanded shape
         return type(d)(_slice(d.base_dist, index, batch), new_batch)
     state = d.__dict__
@@ -88,7 +106,7 @@ def _slice(d: Any, index: _Index, batch: tuple[int, ...]) -> Any:
             return _slice_field(cls, state, name, index, batch)  # is aux data
         return state[name]
 
-    kwargs = _constructor_arguments(cls, state, sliced, new_batch)
+    kwargs = _constructor_arguments(cls, facts, state, sliced, new_batch)
     if kwargs is None:  # no constructor of its fields: a copy with the fields sliced
         result = object.__new__(cls)
         result.__dict__ = {**state, **{n: sliced(n) for n in _fields(cls) if n in state},
@@ -105,9 +123,13 @@ def _slice(d: Any, index: _Index, batch: tuple[int, ...]) -> Any:
 
 
 def _fields(cls: type) -> tuple[str, ...]:
-    from stabledist._src.pytree import pytree_of
+    spec = vars(cls).get(SPEC)
+    return spec.table.data if spec is not None else ()
 
-    return pytree_of(cls).table.data
+
+def _facts(cls: type) -> Facts:
+    spec = vars(cls).get(SPEC)
+    return spec.facts if spec is not None else facts_of(cls)
 
 
 def _slice_field(cls: type, state: dict[str, Any], name: str, index: _Index,
@@ -126,7 +148,7 @@ def _slice_field(cls: type, state: dict[str, Any], name: str, index: _Index,
         return value
     if not _is_array_like(value) or isinstance(value, bool):
         return value
-    rank = event_rank(cls, name)
+    rank = event_rank(cls, name, _facts(cls))
     if rank is None:
         raise _unsliceable(cls, f"the event rank of its field {name!r} is unknown")
     rank = len(state["_event_shape"]) if rank == EVENT else rank
@@ -137,25 +159,26 @@ def _slice_child(cls: type, state: dict[str, Any], name: str, child: Any, index:
                  batch: tuple[int, ...]) -> Any:
     """A nested distribution broadcasts against the parent's batch (aligned to the right),
     except its ``offset`` trailing batch dimensions, which the parent does not index."""
-    offset = {**merged(CHILD_OFFSETS, cls), **merged(_MORE_OFFSETS, cls)}.get(name)
+    facts = _facts(cls)
+    offset = {**facts.child_offsets, **facts.slice_offsets}.get(name)
     extra = max(offset(state, child), 0) if offset is not None else 0
     own = _effective_batch(child)
     trailing = own[len(own) - extra:] if extra else ()
     return _slice(child, index + (slice(None),) * extra, batch + trailing)
 
 
-def _constructor_arguments(cls: type, state: dict[str, Any], sliced: Any,
+def _constructor_arguments(cls: type, facts: Facts, state: dict[str, Any], sliced: Any,
                            new_batch: tuple[int, ...]) -> dict[str, Any] | None:
     """The constructor's arguments, from the sliced fields and the other attributes; None when
     an argument without default is neither."""
     kwargs: dict[str, Any] = {}
     parameters = _constructor_parameters(cls)
-    fields = [next((f for f in (n, f"_{n}", _ALIASES.get(n)) if f in state), None)
+    fields = [next((f for f in (n, f"_{n}", facts.argument_fields.get(n)) if f in state), None)
               for n in parameters]
     if any(f is None and p.default is inspect.Parameter.empty and n != "batch_shape"
            for f, (n, p) in zip(fields, parameters.items())):
         return None
-    structural = merged(_STRUCTURAL_ARGUMENTS, cls)
+    structural = facts.constructor_arguments
     for field, name in zip(fields, parameters):
         if name == "batch_shape":
             kwargs[name] = new_batch
@@ -181,30 +204,13 @@ def _effective_batch(d: Any) -> tuple[int, ...]:
     cls, state = type(d), d.__dict__
     for name in getattr(cls, "arg_constraints", {}):
         value = state.get(name)
-        rank = event_rank(cls, name)
+        rank = event_rank(cls, name, _facts(cls))
         if rank is None or not _is_array_like(value):
             continue
         rank = len(state["_event_shape"]) if rank == EVENT else rank
         shape = np.shape(value)
         shapes.append(shape[: max(len(shape) - rank, 0)])
     return tuple(np.broadcast_shapes(*shapes))
-
-
-# Nested distributions with trailing batch dimensions of their own, beyond `CHILD_OFFSETS`
-# (which lists those that tell a parent's batch shape): a mixture's components carry the
-# mixture axis.
-_MORE_OFFSETS: dict[str, dict[str, Any]] = {
-    "MixtureSameFamily": {"_component_distribution": lambda parent, child: 1},
-}
-# constructor arguments numpyro keeps only through the shapes they gave: `Delta(v,
-# event_dim=1)` stores its event shape, not `event_dim`
-_STRUCTURAL_ARGUMENTS: dict[str, dict[str, Any]] = {
-    "Delta": {"event_dim": lambda state: len(state["_event_shape"])},
-}
-# classes a slice cannot be built for: ``t`` is a time grid, not a batched parameter
-_NOT_SLICEABLE = frozenset({"EulerMaruyama"})
-# constructor arguments stored under another name
-_ALIASES = {"base_distribution": "base_dist"}
 
 
 def _constructor_parameters(cls: type) -> dict[str, inspect.Parameter]:

@@ -83,7 +83,7 @@ def twin_or_reason(cls: type) -> tuple[type | None, str]:
 
 def upstream_lazy_names(cls: type) -> tuple[str, ...]:
     """The lazy properties the twin of ``cls`` has, or, without a twin, those of ``cls`` less
-    the ones stabledist derives for it (`stabledist._src.quirks`: numpyro keeps them in the
+    the ones stabledist derives for it (`stabledist._src.facts`: numpyro keeps them in the
     instance)."""
     twin, _ = twin_or_reason(cls)
     if twin is not None:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-CACHE, PYTREE, FORK, BATCHING, HOISTING = (
-    f"stabledist/_src/{m}.py" for m in ("cache", "pytree", "fork", "batching", "hoisting"))
+CACHE, PYTREE, FORK, BATCHING, HOISTING, SPEC = (
+    f"stabledist/_src/{m}.py"
+    for m in ("cache", "pytree", "fork", "batching", "hoisting", "spec"))
 
 # the fast test selections: each mutant names the tests that should catch it
 _CACHE_TESTS = "tests/test_cache.py"
@@ -147,34 +148,42 @@ MUTANTS: tuple[AstMutant, ...] = (
         "(a hit after clear_cache returns the stale value)",
         _k(_CACHE_TESTS, "test_clear_cache_forces_recompute"),
     ),
-    # ---- pytree.py ---------------------------------------------------------------------------
+    # ---- pytree.py and spec.py --------------------------------------------------------------
     AstMutant(
-        PYTREE, "_generate", "''.join((g + ', ' for g in get))",
-        "''.join((g + ', ' for g in reversed(get)))",
+        PYTREE, "_flatten_source", "''.join((x + ', ' for x in leaves))",
+        "''.join((x + ', ' for x in reversed(leaves)))",
         "pytree: the generated flatten returns the leaves in reverse order",
         _PYTREE_TESTS,
     ),
     AstMutant(
-        PYTREE, "_generate", "(*data, *required_aux, _VALIDATE)", "(*data, *required_aux)",
+        PYTREE, "_unflatten_source", "(*layout.data, *layout.required_aux, VALIDATE)",
+        "(*layout.data, *layout.required_aux)",
         "pytree: the generated unflatten drops _validate_args",
         _PYTREE_TESTS,
     ),
     AstMutant(
-        PYTREE, "field_table", "tuple(data)", "tuple(reversed(data))",
-        "pytree: field_table returns the data fields in reverse order",
+        SPEC, "field_table", "tuple(data)", "tuple(reversed(data))",
+        "spec: field_table returns the data fields in reverse order",
         _PYTREE_TESTS,
     ),
     AstMutant(
-        PYTREE, "field_table", "reversed(cls.__mro__)", "cls.__mro__",
-        "pytree: field_table walks the MRO most-derived first (a subclass's fields before "
+        SPEC, "_declared_fields", "reversed(cls.__mro__)", "cls.__mro__",
+        "spec: the field table walks the MRO most-derived first (a subclass's fields before "
         "its bases')",
         _PYTREE_TESTS,
     ),
     AstMutant(
-        PYTREE, "register", "ClassPytree(table, flatten, checked_unflatten)",
-        "ClassPytree(table, flatten, unflatten)",
+        PYTREE, "build", "ClassPytree(flatten, unflatten, _checking(layout, unflatten))",
+        "ClassPytree(flatten, unflatten, unflatten)",
         "pytree: tree_unflatten called by hand skips the leaf-kind check (no clear error for "
         "a string or distribution as a parameter)",
+        _PYTREE_TESTS,
+    ),
+    AstMutant(
+        SPEC, "_lazy_attributes",
+        "{n: cached_lazy_property(f, n) for n, f in derived.items()}", "{}",
+        "spec: derived attributes are left out of the field table but not installed as lazy "
+        "properties",
         _PYTREE_TESTS,
     ),
     # ---- batching.py -------------------------------------------------------------------------
@@ -184,7 +193,7 @@ MUTANTS: tuple[AstMutant, ...] = (
         _k("tests/test_batched.py", "MultivariateNormal or nested or stacks"),
     ),
     AstMutant(
-        BATCHING, "undo", "_restored(value)", "value",
+        BATCHING, "restore_children", "_restored(value)", "value",
         "batching: a parent that keeps its shape leaves its children derived (numpyro's "
         "censored classes then get another batch shape in a round trip)",
         _k("tests/test_pytree.py", "test_round_trip_is_exact and Censored"),
@@ -196,41 +205,33 @@ MUTANTS: tuple[AstMutant, ...] = (
         _k("tests/test_batched.py", "keeps_its_shapes"),
     ),
     AstMutant(
-        FORK, "StableMeta.__call__",
-        "if DERIVED_ALIVE:\n    args, kwargs = settled_arguments(args, kwargs)", None,
+        FORK, "StableMeta.__call__", "args, kwargs = settled_arguments(args, kwargs)", None,
         "batching: constructors are given the vmapped distribution itself (numpyro's censored "
         "classes rebuild it with jax.tree.map, keeping the element's base shape)",
         _k("tests/test_batched.py", "keeps_its_shapes and censored"),
     ),
     AstMutant(
-        FORK, "Distribution.__setstate__", "restored_batch(self)", None,
-        "batching: an unpickled vmapped distribution does not count as a live batch (its "
-        "censored wrappers keep the element's base shape once the original is gone)",
-        _k("tests/test_batched.py", "keeps_its_shapes and censored"),
+        FORK, "StableMeta.__call__", "_stabilize_children(instance, restored)",
+        "_stabilize_children(instance, settled)",
+        "batching: what a constructor's own tree maps derived keeps the derived shape (numpyro's "
+        "truncated classes promote their base's leaves and keep its stored shape)",
+        _k("tests/test_batched.py", "all_the_way_down"),
     ),
     AstMutant(
-        BATCHING, "derive", "CONSTRUCTING.depth", "0",
-        "batching: shapes are derived inside numpyro's constructors (which rely on stored ones)",
+        BATCHING, "check_source", "rule.restores_children and nested", "False",
+        "batching: a truncated distribution's round trip derives its promoted base's shape",
         _k("tests/test_batched.py", "all_the_way_down"),
     ),
     # ---- fork.py -----------------------------------------------------------------------------
     AstMutant(
-        FORK, "_settle",
-        "for name in state.keys() & info.lazy:\n    CACHE.seed(d, name, state.pop(name))", None,
-        "fork: _settle leaves lazy values stored in __dict__ there (no seeding)",
+        FORK, "_finish_construction",
+        "for name in state.keys() & spec.lazy:\n    CACHE.seed(d, name, state.pop(name))", None,
+        "fork: a constructor's stored lazy values stay in __dict__ (no seeding)",
         _PYTREE_TESTS,
     ),
     AstMutant(
-        FORK, "StableMeta.__call__", "_adopt_children(instance)", None,
-        "fork: a new instance's nested numpyro distributions are not adopted",
-        _PYTREE_TESTS,
-    ),
-    AstMutant(
-        FORK, "_build_stable_class",
-        "for name, compute in derived.items():\n"
-        "    setattr(cls, name, cached_lazy_property(compute, name))", None,
-        "fork: DERIVED_ATTRIBUTES are left out of the field table but not installed as lazy "
-        "properties",
+        FORK, "StableMeta.__call__", "_stabilize_children(instance, restored)", None,
+        "fork: a new instance's nested numpyro distributions are not made stable",
         _PYTREE_TESTS,
     ),
     AstMutant(
