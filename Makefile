@@ -93,7 +93,7 @@ test-properties: $(STAMP)
 
 # numpyro's own tests (from the installed numpyro's sdist) against stabledist: imports
 # substituted, stable internals on, and plain numpyro for reference (hours; see
-# docs/guides/testing.md and tests/upstream/expected_failures.toml).
+# CONTRIBUTING.md and tests/upstream/expected_failures.toml).
 test-upstream: $(STAMP)
 	$(PY) tools/upstream_tests.py $(ARGS)
 
