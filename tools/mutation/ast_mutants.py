@@ -173,8 +173,8 @@ MUTANTS: tuple[AstMutant, ...] = (
         _PYTREE_TESTS,
     ),
     AstMutant(
-        PYTREE, "build", "ClassPytree(flatten, unflatten, _checking(layout, unflatten))",
-        "ClassPytree(flatten, unflatten, unflatten)",
+        PYTREE, "build", "ClassPytree(flatten, unflatten, _checking(layout, unflatten), checked)",
+        "ClassPytree(flatten, unflatten, unflatten, checked)",
         "pytree: tree_unflatten called by hand skips the leaf-kind check (no clear error for "
         "a string or distribution as a parameter)",
         _PYTREE_TESTS,
