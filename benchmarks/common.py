@@ -15,7 +15,7 @@ import numpyro.distributions as nd
 from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
-from stabledist._src.cache import CACHE, cached_lazy_property
+from stabledist._src.cache import CACHE, cached_lazy_property, lazy_record
 from stabledist._src.introspect import class_attribute, lazy_names
 
 __all__ = ["MODULES", "block", "fresh_copy", "is_stable_lazy", "lazy_names", "quiet",
@@ -35,7 +35,7 @@ def quiet() -> Iterator[None]:
 
 def recompute_fn(cls: type, name: str) -> Callable[[Any], Any]:
     """The no-cache read of a lazy property: its wrapped function, called on every read."""
-    attr = class_attribute(cls, name)
+    attr = lazy_record(class_attribute(cls, name))
     if not isinstance(attr, lazy_property):
         raise TypeError(f"{cls.__name__}.{name} is not a lazy property here")
     return attr.wrapped

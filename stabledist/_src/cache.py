@@ -8,7 +8,9 @@ weak reference, so:
 
 * the instance never changes: its pytree and ``vars()`` are the same whatever was read;
 * an entry disappears the moment its instance is garbage-collected;
-* a value is computed at most once per instance, also when several threads race for it;
+* every reader of an instance's lazy value gets the same object, also when threads race for
+  it (each may compute it, one value is kept for all), and no reader sees a half-written
+  cache: its bookkeeping changes under one lock, never held while a value is computed;
 * a lazy value of a distribution with concrete parameters first read inside ``grad`` or
   ``vmap`` is computed eagerly and cached, as numpyro does; first read inside ``jit`` (or
   ``scan``, ``pmap``, ...) it is either *hoisted* - computed once (by a compiled program
@@ -41,11 +43,13 @@ from stabledist._src.hoisting import CONCRETE_TYPES, is_concrete, traced_value
 from stabledist._src.introspect import SPEC_ATTRIBUTE
 from stabledist._src.jax_private import is_top_level, top_level_state
 
-__all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", "clear_cache"]
+__all__ = ["CacheInfo", "LazyValueCache", "cache_info", "cached_lazy_property", "clear_cache",
+           "lazy_record"]
 
 _TOP_LEVEL = top_level_state()  # the eager test, inlined in the first-read path
 
 T = TypeVar("T")
+_PENDING_MAX = 1 << 16  # holders whose children wait to be recorded: then recorded at once
 _MISSING: Any = object()
 _NOTHING: frozenset[str] = frozenset()
 
@@ -89,16 +93,21 @@ class LazyValueCache:
     before its ``id`` can be reused. The weak reference is made when the instance's first
     value is stored, never for instances whose lazy values are not read.
 
-    One re-entrant lock serialises misses (a value may read another, of the same instance
-    or not): a value is computed at most once even when threads race for it, and a hit
-    takes no lock at all.
+    One lock guards the bookkeeping (owners, names, tables' inserts), never held while a value
+    is computed (a value may read another, of the same instance or not): threads racing for a
+    value may each compute it, and the first one stored is the one every reader gets; a hit
+    takes no lock at all. Which distributions an instance holds is recorded only when an
+    assignment could need it (`pending`, resolved at the next field assignment anywhere):
+    a first read does not pay for it.
     """
 
     def __init__(self) -> None:
         self._tables: dict[str, dict[int, Any]] = {}
         self._owners: dict[int, _Owner] = {}
         self.owners: Mapping[int, object] = self._owners  # read-only view for `in` tests
-        self.lock = threading.RLock()
+        self.lock = threading.Lock()
+        # owners of holders whose held distributions are not recorded yet (`resolve_pending`)
+        self.pending: list[_Owner] = []
         self._release_callback = self._release  # one bound method, not one per owner
         self._readers = self._reader_factory()
 
@@ -106,13 +115,12 @@ class LazyValueCache:
         """The getter of the lazy property ``prop`` under ``name``: ``prop.wrapped``, its
         function, is looked up on each miss (tests replace it).
 
-        A hit is one subscript in a function with two free variables and nothing else:
-        the hit must not pay for the first read (a ``dict.get`` and a test would cost 5-8 ns
-        of ~100; a miss pays ~0.25 us for its ``KeyError`` instead). The commonest miss, an
-        eager first read by an instance with no values yet, is inlined in ``miss``: one
-        trace-state test, the lock, the value, one weak reference, two table inserts, and
-        the holders' record if it holds distributions. Everything else goes through
-        `get_or_compute`.
+        A hit is one subscript in a function with two free variables and nothing else: the
+        hit must not pay for the first read (a ``dict.get`` and a test cost more than a
+        hit's whole budget; a miss pays for its ``KeyError`` instead). The commonest miss,
+        an eager first read by an instance with no values yet, is inlined in ``miss``: one
+        trace-state test, the value, then under the lock one weak reference and two
+        inserts. Everything else goes through `get_or_compute`.
         """
         return self._readers(name, prop)
 
@@ -124,31 +132,32 @@ class LazyValueCache:
         owners, owners_get = self._owners, self._owners.get
         acquire, release = self.lock.acquire, self.lock.release
         strong, eval_trace, axis, top_axis_env = _TOP_LEVEL
-        concrete_types, holds_of = CONCRETE_TYPES, _holds_of
+        concrete_types, holds_of, pending = CONCRETE_TYPES, _holds_of, self.pending
         new_owner, callback = _Owner, self._release_callback
-        get_or_compute, record_holder, store = (
-            self.get_or_compute, self._record_holder, self._store)
-        checked_owner = self._new_owner
+        get_or_compute, store, checked_owner = self.get_or_compute, self._store, self._new_owner
+        resolve_pending = self._resolve_pending  # (the lock is held where it is called)
+        missing = _MISSING
 
         def reader(name: str, prop: Any) -> Callable[[Any], Any]:
             values = self.table(name)
+            values_get = values.get
             only_this = frozenset((name,))
 
             def miss(instance: Any) -> Any:
                 if strong.value is not eval_trace or axis.value is not top_axis_env:
                     return get_or_compute(instance, name, prop.wrapped, values)
+                value = prop.wrapped(instance)  # no lock held: it may read other values
+                if type(value) not in concrete_types and not is_concrete(value):
+                    return value  # computed from leaked tracers: never cached
                 key = id(instance)
                 acquire()  # (no `with`: half the cost)
                 try:
-                    if key in values:  # a stored None, or another thread stored it meanwhile
-                        return values[key]
-                    value = prop.wrapped(instance)
-                    if type(value) not in concrete_types and not is_concrete(value):
-                        return value  # computed from leaked tracers: never cached
+                    stored = values_get(key, missing)
+                    if stored is not missing:  # another thread, or the value itself, stored
+                        return stored
                     if owners_get(key) is not None:  # it has values: the general path
                         store(instance, key, name, values, value)
                         return value
-                    # (looked up after the value: computing it may have read others)
                     try:
                         owner = new_owner(instance, callback)
                     except TypeError:
@@ -157,9 +166,10 @@ class LazyValueCache:
                     owner.constructed, owner.holders, owner.held = False, None, None
                     owners[key] = owner
                     values[key] = value
-                    holds = holds_of(type(instance))
-                    if holds is not None:
-                        record_holder(owner, instance, holds)
+                    if holds_of(type(instance)) is not None:
+                        pending.append(owner)  # its children: recorded when needed
+                        if len(pending) > _PENDING_MAX:
+                            resolve_pending()
                     return value
                 finally:
                     release()
@@ -182,7 +192,7 @@ class LazyValueCache:
 
     def get_or_compute(self, instance: T, name: str, compute: Callable[[T], Any],
                        table: dict[int, Any] | None = None) -> Any:
-        """Return the value of ``name``, computing it once and caching it if it is concrete.
+        """Return the value of ``name``, computing it and caching it if it is concrete.
 
         Eagerly: computed and cached. Under a trace: as `stabledist._src.hoisting.traced_value`
         decides (hoisted, or computed where it is read as numpyro does), cached unless it
@@ -191,21 +201,20 @@ class LazyValueCache:
         if table is None:
             table = self._tables.get(name) or self.table(name)
         key = id(instance)
-        lock = self.lock
-        lock.acquire()  # (no `with`: half the cost on a miss)
-        try:
-            value = table.get(key, _MISSING)
-            if value is not _MISSING:
-                return value
-            if is_top_level():
-                value = compute(instance)
-            else:
-                value = traced_value(instance, name, compute, self.cached, self.seed)
-            if type(value) in CONCRETE_TYPES or is_concrete(value):
-                self._store(instance, key, name, table, value)
+        value = table.get(key, _MISSING)
+        if value is not _MISSING:
             return value
-        finally:
-            lock.release()
+        if is_top_level():
+            value = compute(instance)
+        else:
+            value = traced_value(instance, name, compute, self.cached, self.seed)
+        if type(value) in CONCRETE_TYPES or is_concrete(value):
+            with self.lock:
+                stored = table.get(key, _MISSING)
+                if stored is not _MISSING:  # another thread stored one first: everyone's
+                    return stored
+                self._store(instance, key, name, table, value)
+        return value
 
     def seed(self, instance: object, name: str, value: Any) -> None:
         """Store ``value`` as state of ``instance`` given by its constructor (an alternative
@@ -258,6 +267,7 @@ class LazyValueCache:
         field may have held a distribution: ``instance`` forgets the children it recorded,
         and records its current ones with its next value."""
         with self.lock:
+            self._resolve_pending()
             owner = self._owners.get(id(instance))
             if owner is not None and owner.held is not None:
                 for child in owner.held:
@@ -283,6 +293,23 @@ class LazyValueCache:
             if holder is not None:
                 self._invalidate(holder, seen)
 
+    def resolve_pending(self) -> None:
+        """Record the distributions held by every holder whose first values were stored since
+        the last call, so that an assignment to one of them reaches its holders (called before
+        every field assignment while any is pending: `stabledist._src.fork`)."""
+        with self.lock:
+            self._resolve_pending()
+
+    def _resolve_pending(self) -> None:
+        pending, owners = self.pending, self._owners
+        while pending:
+            owner = pending.pop()
+            instance = owner()
+            if instance is not None and owner.held is None and owners.get(owner.key) is owner:
+                holds = _holds_of(type(instance))
+                if holds is not None:
+                    self._record_holder(owner, instance, holds)
+
     def info(self) -> CacheInfo:
         owners = list(self._owners.values())
         return CacheInfo(sum(1 for o in owners if o.names),
@@ -296,10 +323,8 @@ class LazyValueCache:
         if name not in owner.names:
             owner.names = owner.names | {name}
         table[key] = value
-        if owner.held is None:  # new, made as a child, or its children were reassigned
-            holds = _holds_of(type(instance))
-            if holds is not None:  # a value of a distribution that holds others
-                self._record_holder(owner, instance, holds)
+        if owner.held is None and _holds_of(type(instance)) is not None:
+            self.pending.append(owner)  # a holder: its children recorded when needed
         return owner
 
     def _new_owner(self, instance: object, key: int) -> _Owner:
@@ -371,20 +396,36 @@ def clear_cache() -> None:
     CACHE.clear()
 
 
-class cached_lazy_property(property, _numpyro_lazy_property, Generic[T]):  # noqa: N801
+class _LazyPropertyType(type):
+    """``isinstance(x, cached_lazy_property)`` also holds for the plain ``property`` a stable
+    class holds in its place (`cached_lazy_property.installed`)."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        if type(instance) is property:
+            return isinstance(getattr(instance.fget, "__stable_lazy__", None), cls)
+        return super().__instancecheck__(instance)
+
+
+class cached_lazy_property(property, _numpyro_lazy_property, Generic[T],  # noqa: N801
+                           metaclass=_LazyPropertyType):
     """A numpyro ``lazy_property`` whose value lives in `CACHE`, not in ``__dict__``.
 
     It subclasses numpyro's descriptor so numpyro code that recognises lazy properties
-    (``get_args``, ``gather_pytree_data_fields``) keeps treating it as one. It is also a
-    ``property`` over a small reader: a hit goes through the C-level property getter (one
-    call, one dict lookup), not a Python ``__get__``. As a data descriptor it receives what
-    a constructor assigns under its name (``self.covariance_matrix = ...`` in numpyro's
-    ``MultivariateNormal``): that value is seeded in the cache as the instance's own, read
-    back exactly, which is what numpyro's ``__dict__`` assignment achieves upstream.
+    keeps treating it as one. It is also a ``property`` over a small reader: a hit goes
+    through the C-level property getter (one call, one dict lookup), not a Python
+    ``__get__``. A stable class holds ``installed`` in its place: the same reader in an exact
+    ``property``, which CPython reads without a C-to-Python call (its attribute reads are
+    specialized for exact ``property`` objects only, from 3.12 on); ``isinstance`` against
+    this class holds for it, and its getter's ``__stable_lazy__`` is this object. As a data
+    descriptor it receives what a constructor assigns under its name
+    (``self.covariance_matrix = ...`` in numpyro's ``MultivariateNormal``): that value is
+    seeded in the cache as the instance's own, read back exactly, which is what numpyro's
+    ``__dict__`` assignment achieves upstream.
     """
 
     name: str
     wrapped: Callable[[Any], T]
+    installed: property
 
     def __init__(self, wrapped: Callable[[Any], T], name: str | None = None) -> None:
         _numpyro_lazy_property.__init__(self, wrapped)
@@ -407,5 +448,16 @@ class cached_lazy_property(property, _numpyro_lazy_property, Generic[T]):  # noq
         # (typing.get_type_hints(S.mean.fget) is numpyro's `jax.Array`, as for numpyro)
         read.__annotations__ = dict(getattr(self.wrapped, "__annotations__", {}))
         read.__wrapped__ = self.wrapped  # type: ignore[attr-defined]
+        read.__stable_lazy__ = self  # type: ignore[attr-defined]
         given.__qualname__ = f"cached_lazy_property.given[{name}]"
-        property.__init__(self, read, given, None, getattr(self.wrapped, "__doc__", None))
+        doc = getattr(self.wrapped, "__doc__", None)
+        property.__init__(self, read, given, None, doc)
+        self.installed = property(read, given, None, doc)
+
+
+def lazy_record(attribute: Any) -> Any:
+    """The `cached_lazy_property` behind a stable class's installed ``property`` (its own
+    ``wrapped`` is looked up on every miss), or ``attribute`` itself."""
+    if type(attribute) is property:
+        return getattr(attribute.fget, "__stable_lazy__", attribute)
+    return attribute

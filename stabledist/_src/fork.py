@@ -33,12 +33,11 @@ from typing import Any, TypeVar, cast
 import jax
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 from numpyro.distributions.distribution import DistributionMeta, MaskedDistribution
-from numpyro.distributions.util import lazy_property
 
 from stabledist._src.batching import is_derived, restored, settled, settled_arguments
 from stabledist._src.cache import CACHE
 from stabledist._src.export import register_serialization
-from stabledist._src.introspect import is_numpyro_class
+from stabledist._src.introspect import is_lazy, is_numpyro_class
 from stabledist._src.pytree import build, register_with_jax
 from stabledist._src.slicing import getitem
 from stabledist._src.spec import FORK_BASE, SPEC, ClassSpec, StaticPredicate, class_spec
@@ -306,6 +305,8 @@ class Distribution(_SkipNumpyroRegistration, _NumpyroDistribution, metaclass=Sta
         """numpyro's assignment; after construction, assigning a pytree field drops the
         lazy values that depend on it (this instance's and its holders', `stabledist._src.cache`),
         so none is served for leaves it was not computed from (numpyro's would be stale)."""
+        if CACHE.pending:  # holders read since the last assignment: record what they hold
+            CACHE.resolve_pending()  # (first: a value the assignment gives sees the record)
         object.__setattr__(self, name, value)
         if id(self) in CACHE.owners and name in getattr(type(self), SPEC).fields:
             CACHE.invalidate(self)
@@ -322,7 +323,7 @@ class Distribution(_SkipNumpyroRegistration, _NumpyroDistribution, metaclass=Sta
         cls = type(self)
         return {param: getattr(self, param) for param in self.arg_constraints
                 if param in self.__dict__ or param in seeded
-                or not isinstance(getattr(cls, param), lazy_property)}
+                or not is_lazy(getattr(cls, param))}
 
     def __getstate__(self) -> Any:
         """Copies and pickles carry the values the constructor was given (as numpyro's

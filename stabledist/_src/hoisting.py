@@ -64,9 +64,9 @@ from stabledist._src.jax_private import (
     start_recording,
 )
 
-__all__ = ["CONCRETE_TYPES", "EAGER_OPS_MAX", "HEAVY_PRIMITIVES", "compute_hoisted",
-           "hoisting_mode", "is_concrete", "known_mode", "one_shot_programs", "stages",
-           "traced_value"]
+__all__ = ["CONCRETE_TYPES", "EAGER_OPS_MAX", "HEAVY_PRIMITIVES", "LARGE_CONSTANTS",
+           "compute_hoisted", "hoisting_mode", "is_concrete", "known_mode", "one_shot_programs",
+           "simplified_constants", "stages", "traced_value"]
 
 HEAVY_PRIMITIVES = frozenset({
     # linear algebra (more than linear work in the size of its operands)
@@ -92,7 +92,21 @@ compiled once per shape and shared), and on the CPU by a program compiled with
 ``precision_matrix`` at dimension 16-2048 then costs numpyro's, against 1.1-2.5x numpyro's op
 by op); one with more by one compiled program everywhere (mode ``"program"``)."""
 
+LARGE_CONSTANTS = 1 << 16
+"""Under JAX's simplified constants (`simplified_constants`), a value of at least this many
+numbers (leaves or result) is hoisted even when it is elementwise work: closed-over arrays are
+then passed to the compiled program, not folded into it, so the value would be computed again
+in every call (the benchmarks page has the constants rows)."""
+
 Mode = Literal["trace", "eager", "program"]
+
+
+@functools.cache
+def simplified_constants() -> bool:
+    """Whether JAX passes closed-over arrays to compiled programs as arguments instead of
+    folding them as constants (``JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1``, read by JAX at
+    import; off by default through jax 0.12)."""
+    return bool(getattr(jax.config, "jax_use_simplified_jaxpr_constants", False))
 
 
 
@@ -174,13 +188,18 @@ def _classify(eqns: list[Any], io: int) -> tuple[Mode, bool]:
     ``io`` numbers, and whether it holds for every size of the same leaf ranks: when a
     primitive in `HEAVY_PRIMITIVES` decided, or no intermediate is larger than ``io``:
     elementwise work, stacks and concatenations stay so whatever the sizes. A decision made
-    by an intermediate's size (`EXPANSION`) holds for these shapes only. (A value that
+    by an intermediate's size (`EXPANSION`) holds for these shapes only, and so does every
+    decision under JAX's simplified constants (`simplified_constants`), where elementwise
+    work on `LARGE_CONSTANTS` numbers or more is hoisted too. (A value that
     multiplies sizes only in its intermediates and was first decided with sizes of 2 would
     keep being computed in the trace at larger sizes: numpyro's own behaviour, never a
     different number.)"""
     heavy_primitive, peak = _scan(eqns)
     if not heavy_primitive and peak <= EXPANSION * io:
-        return "trace", peak <= io
+        if not simplified_constants():
+            return "trace", peak <= io
+        if io < LARGE_CONSTANTS:  # (decided per size: a larger one may be hoisted)
+            return "trace", False
     # an eager evaluation compiles one kernel per distinct top-level operation
     ops = {(e.primitive.name, tuple(str(v.aval) for v in e.invars), str(e.params))
            for e in eqns}

@@ -21,6 +21,7 @@ __all__ = [
     "SPEC_ATTRIBUTE",
     "class_attribute",
     "is_factory_name",
+    "is_lazy",
     "is_numpyro_class",
     "lazy_names",
     "public_names",
@@ -42,12 +43,21 @@ def class_attribute(cls: type, name: str, default: Any = None) -> Any:
     return default
 
 
+def is_lazy(attribute: Any) -> bool:
+    """Whether a class attribute is a lazy property: numpyro's ``lazy_property`` (stabledist's
+    ``cached_lazy_property`` too), or the plain ``property`` a stable class holds in place of
+    one (its getter carries ``__stable_lazy__``)."""
+    if type(attribute) is property:
+        return hasattr(attribute.fget, "__stable_lazy__")
+    return isinstance(attribute, lazy_property)
+
+
 def lazy_names(cls_or_instance: Any) -> tuple[str, ...]:
     """Sorted names that resolve to a lazy property (numpyro's or stabledist's) on a class
     or on an instance's class. A plain attribute that overrides a lazy one hides it."""
     cls = cls_or_instance if isinstance(cls_or_instance, type) else type(cls_or_instance)
     names = {name for base in cls.__mro__ for name in vars(base)}
-    return tuple(sorted(n for n in names if isinstance(class_attribute(cls, n), lazy_property)))
+    return tuple(sorted(n for n in names if is_lazy(class_attribute(cls, n))))
 
 
 def is_numpyro_class(cls: type) -> bool:

@@ -27,7 +27,12 @@ from numpyro.distributions.util import lazy_property
 
 from stabledist._src.cache import cached_lazy_property
 from stabledist._src.facts import EVENT, Facts, Offset, StaticPredicate, facts_of
-from stabledist._src.introspect import SPEC_ATTRIBUTE, class_attribute, is_numpyro_class
+from stabledist._src.introspect import (
+    SPEC_ATTRIBUTE,
+    class_attribute,
+    is_lazy,
+    is_numpyro_class,
+)
 
 __all__ = ["SPEC", "BatchRule", "ClassSpec", "FieldTable", "class_spec", "field_table",
            "is_fork_base", "spec_of"]
@@ -187,14 +192,18 @@ def _lazy_attributes(cls: type, facts: Facts
     base generated for that name. ``generated``: what the class holds only for that (a
     subclass resolves past it), not its own lazy properties converted in place."""
     derived = facts_derived(cls, facts)
-    install: dict[str, Any] = {n: cached_lazy_property(f, n) for n, f in derived.items()}
+    install: dict[str, Any] = {n: cached_lazy_property(f, n).installed
+                               for n, f in derived.items()}
     generated: set[str] = set()
-    names = {n for base in cls.__mro__ for n, a in vars(base).items()
-             if isinstance(a, lazy_property)}
+    names = {n for base in cls.__mro__ for n, a in vars(base).items() if is_lazy(a)}
     for name in sorted(names - set(derived)):
         owner, attr = _resolve(cls, name)
-        if isinstance(attr, lazy_property) and not isinstance(attr, cached_lazy_property):
-            install[name] = cached_lazy_property(attr.wrapped, name)
+        if isinstance(attr, cached_lazy_property):  # stabledist's: a record, or installed
+            if type(attr) is property:
+                continue  # installed by a stable base: inherited as it is
+            install[name] = attr.installed
+        elif isinstance(attr, lazy_property):
+            install[name] = cached_lazy_property(attr.wrapped, name).installed
         elif owner is not cls:
             install[name] = attr
         else:
@@ -309,7 +318,7 @@ def _declared_fields(cls: type) -> tuple[dict[str, None], dict[str, None], set[s
         declared = base.__dict__.get("pytree_data_fields")
         if declared is None:
             declared = tuple(arg for arg in constraints
-                             if not isinstance(getattr(cls, arg, None), lazy_property))
+                             if not is_lazy(getattr(cls, arg, None)))
         data.update(dict.fromkeys(declared))
         aux.update(dict.fromkeys(base.__dict__.get("pytree_aux_fields", ())))
         arrays.update(a for a in constraints if a in data)

@@ -32,7 +32,7 @@ import numpy as np
 from jax.core import Tracer
 from jax.sharding import PartitionSpec
 
-from stabledist._src.cache import CACHE
+from stabledist._src.cache import CACHE, lazy_record
 from stabledist._src.fork import upstream_class
 from stabledist._src.hoisting import hoisting_mode
 from stabledist._src.introspect import class_attribute, lazy_names
@@ -474,7 +474,7 @@ def _compiled_hoists(d: Any, names: set[str]) -> set[str]:
     leaves, treedef = jax.tree_util.tree_flatten(d)
     out = set()
     for n in names:
-        prop = class_attribute(type(d), n)
+        prop = lazy_record(class_attribute(type(d), n))
         compute = getattr(prop, "wrapped", None)
         if compute is not None and hoisting_mode(d, n, compute, leaves, treedef) == "program":
             out.add(n)
