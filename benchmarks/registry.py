@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import math
 import statistics
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -171,7 +172,8 @@ def bar_counts(fig: Figure) -> list[int]:
 # lazy
 # --------------------------------------------------------------------------------------------
 
-HIT_BOUND = 4.0
+# Python 3.12 and later read a stable class's exact `property` without a C-to-Python call
+HIT_BOUND = 3.5 if sys.version_info >= (3, 12) else 4.0
 
 
 def _lazy_rows(res: BenchResult) -> list[Row]:
@@ -192,7 +194,7 @@ def _lazy_rows(res: BenchResult) -> list[Row]:
     plain = geomean([c.ratio_median("stabledist", "plain") for c in hit])
     hit_row = aggregate(res.name, hit, "hit: repeated read", res.unit,
                         note=f"stabledist/plain attribute {plain:.1f}x", speed=False)
-    hit_row["note"] += f"; numpyro's hit is a plain __dict__ read (own {HIT_BOUND:.0f}x bound)"
+    hit_row["note"] += f"; numpyro's hit is a plain __dict__ read (own {HIT_BOUND:g}x bound)"
     first = _of_kind(res, "first")
     if first:
         extra = _first_read_extra(first[0])
@@ -851,8 +853,8 @@ REGISTRY: tuple[Benchmark, ...] = (
             Target("miss", "first reads of the catalog's lazy values at least "
                    f"{MISS_BOUND}x numpyro's speed (geometric mean)", rank=10,
                    check=_miss_target),
-            Target("hit", f"cache hit within {HIT_BOUND:.0f}x of a plain attribute read "
-                   "(same run)", rank=3, check=_hit_target),
+            Target("hit", f"cache hit within {HIT_BOUND:g}x of a plain attribute read "
+                   "(same run; 4x on Python 3.11)", rank=3, check=_hit_target),
         ),
     ),
     Benchmark(
