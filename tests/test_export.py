@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro.distributions as nd
 import pytest
 from helpers import BUILDERS
 
@@ -351,3 +352,22 @@ def test_a_numpyro_built_distribution_points_to_stabilize() -> None:
         exported.serialize()
     converted = stabledist.stabilize(nd.Normal(0.0, 1.0))
     assert jax.export.export(jax.jit(log_prob))(converted, 0.5).serialize()
+
+
+class _PlainNormal(nd.Normal):
+    """A numpyro-style class of a user's, made stable by `make_stable` where it is exported."""
+
+
+def test_an_unknown_make_stable_class_says_to_make_it_stable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deserializing process imported the class's module but did not call `make_stable`
+    on it: the error says to."""
+    stable = stabledist.make_stable(_PlainNormal)
+    data = jax.export.export(jax.jit(log_prob))(stable(0.0, 1.0), 0.5).serialize()
+    name = _export.serialized_name(stable)
+    registry = jax._src.export._export.deserialization_registry
+    monkeypatch.setattr(jax._src.export._export, "deserialization_registry", type(registry)(
+        {k: v for k, v in dict.items(registry) if k != name}))
+    jax._src.export._export.deserialization_registry.missing = registry.missing
+    with pytest.raises(ValueError, match=rf"stabledist\.make_stable\({__name__}\._PlainNormal\)"):
+        jax.export.deserialize(data)

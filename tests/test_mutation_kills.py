@@ -252,8 +252,8 @@ def test_the_field_table_follows_numpyros_rules_and_the_forks_words() -> None:
         field_table(Both)
     assert str(info.value).endswith(
         "Both declares ['flag'] as both pytree data and aux fields; stabledist needs to know "
-        "when such a field is static: pass hybrid={name: test} to stabledist.make_stable / "
-        "register")
+        "when such a field is static: pass hybrid={name: test} to stabledist.make_stable, or "
+        "declare pytree_hybrid_fields")
     own = field_table(Both, own_flatten=True)  # a user's own flatten decides: in both
     assert "flag" in own.data and "flag" in own.aux
     assert own.aux[-1] == "_validate_args"  # last, whatever a class declared first
@@ -273,9 +273,9 @@ def test_the_field_table_follows_numpyros_rules_and_the_forks_words() -> None:
 
     data_word = field_table(AuxFlag, extra_data=("flag",))  # the fork's word wins
     assert "flag" in data_word.data and "flag" not in data_word.aux
-    derived_word = field_table(AuxFlag, derived=("flag",))
+    derived_word = field_table(AuxFlag, recomputed=("flag",))
     assert "flag" not in derived_word.data and "flag" not in derived_word.aux
-    derived = field_table(nd.Normal, derived=("scale",))
+    derived = field_table(nd.Normal, recomputed=("scale",))
     assert "scale" not in derived.data and "scale" not in derived.aux
     assert field_table(nd.Independent, list_aux=("reparametrized_params",)).list_aux == \
         frozenset({"reparametrized_params"})

@@ -58,7 +58,10 @@ def test_slices_select_what_numpy_selects(builder):
     for index in INDICES:
         full = _normalize(index, len(d.batch_shape), name)
         s = d[index]
-        assert type(s).__name__ == name
+        # an expansion's slice is its base, broadcast to the batch and indexed (an expansion of
+        # it would keep the whole batch's shape inside vmap)
+        assert type(s).__name__ == (type(d.base_dist).__name__ if name == "ExpandedDistribution"
+                                    else name)
         assert s.batch_shape == np.empty(d.batch_shape)[full].shape
         assert s.event_shape == d.event_shape
         if lp is not None:
@@ -140,3 +143,43 @@ def test_invalid_indices_say_what_is_valid(index):
     with pytest.raises(TypeError, match="cannot index a batch; index with integers") as error:
         d[index]
     assert "boolean arrays" not in str(error.value)
+
+
+def test_an_expanded_distribution_sliced_whole_maps_as_its_elements():
+    """``d[:]`` is the documented way to give every parameter the batch shape before ``vmap``
+    or ``scan``: for an expansion each element is one of its base's, not the whole batch."""
+    ex = dist.Normal(0.0, 1.0).expand((3,))
+    inside = []
+    out = jax.vmap(lambda e: inside.append(e.batch_shape) or e.log_prob(1.0))(ex[:])
+    assert out.shape == (3,) and inside == [()]
+    np.testing.assert_allclose(out.sum(), ex.log_prob(1.0).sum())
+    assert jax.lax.scan(lambda c, e: (c, e.log_prob(1.0)), 0.0, ex[:])[1].shape == (3,)
+    assert dist.Normal(jnp.zeros(3), 1.0).expand((2, 3))[:].batch_shape == (2, 3)
+
+
+class _Forwarding(dist.Normal):
+    """A subclass forwarding its base's arguments (``*args``, ``**kwargs``)."""
+
+    pytree_aux_fields = ("temperature",)
+
+    def __init__(self, *args, temperature=1.0, **kwargs):
+        self.temperature = temperature
+        super().__init__(*args, **kwargs)
+
+
+class _Renamed(dist.Normal):
+    def __init__(self, mu=0.0, sigma=1.0):
+        super().__init__(mu, sigma)
+
+
+def test_a_users_constructor_is_called_with_its_fields_or_refused():
+    """A subclass that forwards ``**kwargs`` gets its fields by name; one whose arguments are
+    named otherwise than the fields they set cannot be rebuilt from its fields: refused with
+    the reason, never rebuilt from its defaults (a wrong distribution, silently)."""
+    d = _Forwarding(jnp.array([10.0, 20.0, 30.0]), jnp.array([1.0, 2.0, 3.0]), temperature=2.0)
+    s = d[2]
+    assert (float(s.loc), float(s.scale), s.temperature) == (30.0, 3.0, 2.0)
+    assert d[1:].batch_shape == (2,)
+    renamed = _Renamed(jnp.array([10.0, 20.0]), 2.0)
+    with pytest.raises(TypeError, match=r"no argument for its field\(s\) \['loc', 'scale'\]"):
+        renamed[0]

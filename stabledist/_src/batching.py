@@ -15,7 +15,7 @@ disagrees with the stored one. The class's `stabledist._src.spec.BatchRule` says
   contribution, go in front of the stored batch shape; fewer (inside ``vmap``, or a ``scan``
   over a batched instance): the stored shape loses its leading axes.
 
-Every unflatten runs the check: `check_source` writes it into the class's generated unflatten
+Every unflatten runs the check: `check_lines` writes it into the class's generated unflatten
 (`stabledist._src.pytree`), one ``len`` per parameter, so only an instance whose largest
 parameter rank disagrees with the stored batch shape (or whose nested distribution was
 derived) reaches `derive`. A derived instance keeps the stored shape under `STORED_BATCH_SHAPE`:
@@ -27,7 +27,7 @@ What a constructor builds keeps numpyro's shapes, decided by the instance alone:
 distribution given to a constructor is `settled` first (its derived shape becomes its stored
 one: the constructor read it), and a nested distribution the constructor's own ``jax.tree.map``
 derived (numpyro's truncated and censored classes promote their base's leaves to the parent's
-rank and keep its stored shape) gets its stored shape back (`after_construction`).
+rank and keep its stored shape) gets its stored shape back (`restored`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from numpyro.distributions.distribution import Distribution as _NumpyroDistribut
 from stabledist._src.facts import BLOCKS_HOLDERS, EVENT
 from stabledist._src.spec import BASE_AUX, SPEC, BatchRule, ClassSpec
 
-__all__ = ["STORED_BATCH_SHAPE", "check_source", "derive", "is_derived", "restore_children",
+__all__ = ["STORED_BATCH_SHAPE", "check_lines", "derive", "is_derived", "restore_children",
            "restored", "settled", "settled_arguments", "settled_value"]
 
 STORED_BATCH_SHAPE = "_numpyro_batch_shape"
@@ -58,7 +58,7 @@ def is_derived(value: Any) -> bool:
     return isinstance(type(value), _DISTRIBUTION_META) and STORED_BATCH_SHAPE in value.__dict__
 
 
-def check_source(rule: BatchRule | None, aux: Sequence[str], nested: tuple[str, ...]
+def check_lines(rule: BatchRule | None, aux: Sequence[str], nested: tuple[str, ...]
                  ) -> list[str]:
     """The lines of a generated unflatten, after it built ``d`` from ``state``, ``children``
     (leaves ``_0``, ``_1``, ...) and aux values ``_a0``, ``_a1``, ... named by ``aux``, that

@@ -29,7 +29,7 @@ distributions (``TransformedDistribution.transforms``, a truncated distribution'
   ``EulerMaruyama.sde_fn``, a SciPy sparse matrix in ``CAR(..., is_sparse=True)``) raises a
   `TypeError` naming the class and the field when the tree is serialized.
 
-Registration only fills two dicts in ``jax.export`` (a few microseconds per class); flatten and
+Registration only fills two dicts in ``jax.export``; flatten and
 unflatten are untouched (JAX's deserialization rebuilds nodes with the registered unflatten).
 A type someone else has registered already (numpyro or JAX in a future version) keeps that
 registration. On a JAX without ``register_pytree_node_serialization`` nothing is registered.
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -144,12 +145,35 @@ def _missing_name(name: str) -> None:
         return
     path = name[len(PREFIX):]
     module = path.split(".", 1)[0]
-    where = ("it was defined in a script (__main__): define it in a module that both the "
-             "exporting and the deserializing process import" if module == "__main__" else
-             f"import the module that defines it (`import {path.rpartition('.')[0]}`, or "
-             f"the module of `{module}` that defines it) before jax.export.deserialize")
+    source = _imported_class(path)
+    if source is not None:  # its module is imported, the class is numpyro-style: not stable
+        where = (f"the exporting process made it stable: call `stabledist.make_stable("
+                 f"{source.__module__}.{source.__qualname__})` before jax.export.deserialize")
+    elif module == "__main__":
+        where = ("it was defined in a script (__main__): define it in a module that both the "
+                 "exporting and the deserializing process import")
+    else:
+        where = (f"import the module that defines it (`import {path.rpartition('.')[0]}`, or "
+                 f"the module of `{module}` that defines it) before jax.export.deserialize")
     raise ValueError(f"cannot deserialize: the exported function takes or returns a "
                      f"`{path}` ({name}), a class this process has not defined; {where}")
+
+
+def _imported_class(path: str) -> type | None:
+    """The class ``module.qualname`` names, when its module is imported already (nothing is
+    imported here) and it is a numpyro distribution class of a user's."""
+    parts = path.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        found: Any = sys.modules.get(".".join(parts[:i]))
+        if found is None:
+            continue
+        for attr in parts[i:]:
+            found = getattr(found, attr, None)
+        if (isinstance(found, type) and issubclass(found, _NumpyroDistribution)
+                and SPEC not in vars(found)):
+            return found
+        return None
+    return None
 
 
 jax_private.on_missing_export_name(_missing_name)

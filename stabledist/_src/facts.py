@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any
 
 import numpyro.distributions.distribution as _numpyro_distribution
@@ -42,13 +43,14 @@ class Facts:
 
     Pytree: ``hybrid`` fields are leaves unless their test says static; ``extra_aux`` are
     attributes a constructor sets that numpyro's tree drops (``list_aux``: list-valued ones,
-    frozen to tuples); ``derived`` attributes are recomputed from the leaves (lazy values).
+    frozen to tuples); ``recomputed`` attributes are recomputed from the leaves (lazy values).
     Batch shapes: ``child_offsets`` name nested distributions whose batch shape tells the
     parent's; ``event_ranks`` override ``arg_constraints``; ``event_shaped`` parameters end in
     the event shape; ``keeps_batch`` classes keep the stored shape (not a function of the
     leaves); ``blocks_holders``: a distribution holding one anywhere keeps its shape too;
     ``children_keep_batch``: the constructor promotes its children's leaves, which keep their
     stored shapes. Slicing: ``unsliceable`` says why a class cannot be sliced,
+    ``slices_as_base``: a slice is its ``base_dist``'s slice, broadcast to the whole batch;
     ``slice_offsets`` are nested distributions' own trailing batch dimensions,
     ``constructor_arguments`` rebuild arguments numpyro keeps only through shapes,
     ``argument_fields`` map constructor arguments to the attributes that store them.
@@ -57,7 +59,7 @@ class Facts:
     hybrid: Mapping[str, StaticPredicate] = field(default_factory=dict)
     extra_aux: tuple[str, ...] = ()
     list_aux: tuple[str, ...] = ()
-    derived: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
+    recomputed: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
     child_offsets: Mapping[str, Offset] = field(default_factory=dict)
     event_ranks: Mapping[str, int] = field(default_factory=dict)
     event_shaped: tuple[str, ...] = ()
@@ -65,6 +67,7 @@ class Facts:
     blocks_holders: bool = False
     children_keep_batch: bool = False
     unsliceable: str | None = None
+    slices_as_base: bool = False
     slice_offsets: Mapping[str, Offset] = field(default_factory=dict)
     constructor_arguments: Mapping[str, Callable[[Mapping[str, Any]], Any]] = field(
         default_factory=dict)
@@ -111,7 +114,7 @@ def _one(parent: Mapping[str, Any], child: Any) -> int:
     return 1
 
 
-_BASE_SAME = {"base_dist": same}
+_BASE_SAME = MappingProxyType({"base_dist": same})
 
 # (numpyro module, class name, facts): the reason for each entry is beside it.
 _ENTRIES: tuple[tuple[str, str, Facts], ...] = (
@@ -134,14 +137,14 @@ _ENTRIES: tuple[tuple[str, str, Facts], ...] = (
     # recomputed from the leaves after a tree_map, never leaves themselves ---
     # numpyro drops Levy's support in a round trip (a jitted Levy has no support)
     ("continuous", "Levy", Facts(
-        derived={"_support": lambda d: constraints.greater_than(d.loc)})),
+        recomputed={"_support": lambda d: constraints.greater_than(d.loc)})),
     # numpyro 0.21 declares these supports aux data: their bounds are arrays and constraints
     # compare by identity, so no two instances had equal treedefs (no jit cache hit, no scan
     # carry). numpyro 0.22 declares them data fields, which wins (they stay leaves there).
     ("truncated", "DoublyTruncatedPowerLaw", Facts(
-        derived={"_support": lambda d: constraints.interval(d.low, d.high)})),
+        recomputed={"_support": lambda d: constraints.interval(d.low, d.high)})),
     ("truncated", "LowerTruncatedPowerLaw", Facts(
-        derived={"_support": lambda d: constraints.greater_than(d.low)})),
+        recomputed={"_support": lambda d: constraints.greater_than(d.low)})),
     # --- batch shapes: nested distributions whose batch shape tells the parent's (a nested
     # distribution not listed says nothing: a mixture's components carry the mixture axis,
     # LKJCholesky's Beta one per matrix entry) ---
@@ -179,7 +182,10 @@ _ENTRIES: tuple[tuple[str, str, Facts], ...] = (
     # promote_batch_shape does that for contrib scan, reading the base's stored shape); an
     # instance holding one anywhere (numpyro's HurdlePoisson, ZeroSumNormal, ... build one)
     # keeps its shape too
-    ("distribution", "ExpandedDistribution", Facts(keeps_batch=True, blocks_holders=True)),
+    # (a slice is its base broadcast to the batch and indexed: an expansion of it would keep
+    # the whole batch's shape, so each element inside vmap would claim the whole batch)
+    ("distribution", "ExpandedDistribution", Facts(
+        keeps_batch=True, blocks_holders=True, slices_as_base=True)),
     # `t` is a time grid, not a batched parameter
     ("continuous", "EulerMaruyama", Facts(
         keeps_batch=True, unsliceable="its batch shape is not carried by its parameters")),

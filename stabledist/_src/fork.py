@@ -35,12 +35,19 @@ from numpyro.distributions.distribution import Distribution as _NumpyroDistribut
 from numpyro.distributions.distribution import DistributionMeta, MaskedDistribution
 
 from stabledist._src.batching import is_derived, restored, settled, settled_arguments
-from stabledist._src.cache import CACHE
+from stabledist._src.cache import CACHE, cached_lazy_property
 from stabledist._src.export import register_serialization
 from stabledist._src.introspect import is_lazy, is_numpyro_class
 from stabledist._src.pytree import build, register_with_jax
 from stabledist._src.slicing import getitem
-from stabledist._src.spec import FORK_BASE, SPEC, ClassSpec, StaticPredicate, class_spec
+from stabledist._src.spec import (
+    FORK_BASE,
+    SPEC,
+    ClassSpec,
+    LazyToInstall,
+    StaticPredicate,
+    class_spec,
+)
 from stabledist._src.user_classes import checked_own_flatten, warn_undeclared
 
 __all__ = ["Distribution", "is_stable", "make_stable", "stabilize", "stable_class",
@@ -57,6 +64,8 @@ def _make_stable(cls: type, source: type) -> None:
     and ``source`` (the class it mirrors, or itself), then the registration."""
     spec = class_spec(cls, source)
     for name, value in spec.install.items():
+        if isinstance(value, LazyToInstall):
+            value = cached_lazy_property(value.function, name).installed
         setattr(cls, name, value)
     setattr(cls, SPEC, spec)
     spec.pytree = build(cls, spec)
@@ -93,32 +102,35 @@ def _finish_construction(d: Any) -> None:
     CACHE.constructed(d)
 
 
-def _stabilize_children(d: Any, derived: Callable[[Any], Any]) -> None:
+def _stabilize_children(d: Any, batched: Callable[[Any], Any]) -> None:
     """Replace the numpyro distributions ``d`` holds by stable copies (`stabilize`: with the
     batch shapes a round trip gives them), and stable derived ones (a batch out of ``vmap``)
-    by ``derived(child)``: `restored` after a stable constructor, `settled` for a
+    by ``batched(child)``: `restored` after a stable constructor, `settled` for a
     numpyro-built object being stabilized. Hot: every construction."""
     state = vars(d)
     for name, value in state.items():
         if isinstance(value, _NumpyroDistribution):
-            state[name] = derived(value) if isinstance(value, Distribution) else stabilize(value)
+            state[name] = batched(value) if isinstance(value, Distribution) else stabilize(value)
         elif type(value) in _SEQUENCES and value and not isinstance(value[0], int):
             # (shapes are tuples of ints: skipped here)
             if any(isinstance(v, _NumpyroDistribution) for v in value):
-                state[name] = type(value)(_stable_child(v, derived) for v in value)
+                state[name] = type(value)(_stable_child(v, batched) for v in value)
 
 
-def _stable_child(value: Any, derived: Callable[[Any], Any]) -> Any:
+def _stable_child(value: Any, batched: Callable[[Any], Any]) -> Any:
     if isinstance(value, Distribution):
-        return derived(value) if is_derived(value) else value
+        return batched(value) if is_derived(value) else value
     return stabilize(value) if isinstance(value, _NumpyroDistribution) else value
 
 
 _SEQUENCES = (list, tuple)
 
 
-def stable_class(cls: type[Any]) -> type[Any]:
-    """The stable subclass of a numpyro (or user) distribution class, made on first request."""
+def stable_class(cls: type[Any], extra: dict[str, Any] | None = None) -> type[Any]:
+    """The stable subclass of a numpyro (or user) distribution class, made on first request.
+
+    ``extra``: class attributes of the stable subclass only, such as `make_stable`'s hybrid
+    fields; ``cls`` itself is never changed."""
     if issubclass(cls, Distribution):
         return cls
     if not issubclass(cls, _NumpyroDistribution):
@@ -135,7 +147,7 @@ def stable_class(cls: type[Any]) -> type[Any]:
             if is_numpyro_class(cls):
                 module = "stabledist." + module.rpartition(".")[2]
             namespace = {"__module__": module, "__qualname__": cls.__qualname__,
-                         "__doc__": cls.__doc__}
+                         "__doc__": cls.__doc__, **(extra or {})}
             mirror = StableMeta(cls.__name__, (*(bases or (Distribution,)), cls), namespace,
                                 source=cls)
             _mirrors[cls] = mirror
@@ -158,8 +170,7 @@ def make_stable(cls: D, *, hybrid: Mapping[str, StaticPredicate] | None = None) 
         if issubclass(cls, Distribution) or cls in _mirrors:
             raise TypeError(f"{cls.__qualname__} is already stable; declare hybrid fields "
                             "as the class attribute pytree_hybrid_fields instead")
-        setattr(cls, "pytree_hybrid_fields", dict(hybrid))  # noqa: B010 - on a user class
-    stable = stable_class(cls)
+    stable = stable_class(cls, {"pytree_hybrid_fields": dict(hybrid)} if hybrid else None)
     getattr(stable, SPEC).lint = True
     return cast(D, stable)
 

@@ -5,7 +5,7 @@ jitted function) can be computed once, eagerly, and enter the trace as a constan
 of the compiled function then saves its cost. But an eager evaluation inside a trace compiles
 one small XLA program per primitive and shape, which costs more at the first call than the
 few instructions it saves per call when the value is elementwise work on the parameters (a
-``TruncatedNormal`` normaliser: ~40 primitives, ~40 extra compiles for a per-element
+``TruncatedNormal`` normaliser: dozens of primitives, as many extra compiles, for a per-element
 computation that the compiled program fuses anyway).
 
 So a value is hoisted only when hoisting can pay: when computing it does more than
@@ -15,17 +15,17 @@ normalising series). Any other value is computed in the trace, exactly as numpyr
 it there: the same program, so the same bits and the same first-call cost.
 
 The decision looks at the operations of the value's computation, without a compile: those
-its first computation in the trace added (`decide_recorded`: no extra trace), or, when that
+its first computation in the trace added (`_first_in_trace`: no extra trace), or, when that
 computation used values cached before, those of an abstract trace from the leaves alone
-(`_decide`; ~20 ms for a ``TruncatedNormal`` normaliser, as much as tracing the user's whole
-``log_prob``). It is memoized per class, property and leaf shapes/dtypes - and, when it cannot
-depend on the sizes (a linear-algebra primitive; or no intermediate larger than the leaves or
-results together), per leaf *ranks*: a new batch size decides nothing again.
+(`_decide`: as costly as tracing the user's whole ``log_prob``). It is memoized per class,
+property and leaf shapes/dtypes - and, when it cannot depend on the sizes (a linear-algebra
+primitive; or no intermediate larger than the leaves or results together), per leaf *ranks*:
+a new batch size decides nothing again.
 
 A hoisted value is computed by one compiled program per class, property and tree structure
 (`compute_hoisted`), shared by every instance with those leaf shapes: op by op it would
-compile one XLA program per operation and shape (~60 ms each on a CPU), 5 s for the
-``SineBivariateVonMises`` series against numpyro's 0.6 s for its whole program. On the CPU
+compile one XLA program per operation and shape, several times numpyro's first call for the
+``SineBivariateVonMises`` series (the benchmarks page has the figures). On the CPU
 the program is compiled with XLA's cheap code generation (`_one_shot_options`): it runs
 once. On an accelerator a value of a few distinct operations (at most `EAGER_OPS_MAX`: an
 MVN's ``precision_matrix``) is computed op by op (numpyro's eager value bit for bit), a longer
@@ -89,8 +89,8 @@ EAGER_OPS_MAX = 8
 ``"eager"``) is computed op by op on an accelerator (numpyro's eager bits; each kernel
 compiled once per shape and shared), and on the CPU by a program compiled with
 `_one_shot_options` (one cheap compile: the first call of a function reading an MVN's
-``precision_matrix`` at dimension 16-2048 then costs numpyro's, against 1.1-2.5x numpyro's op
-by op); one with more by one compiled program everywhere (mode ``"program"``)."""
+``precision_matrix`` then costs numpyro's, where op by op it cost more); one with more by one
+compiled program everywhere (mode ``"program"``)."""
 
 LARGE_CONSTANTS = 1 << 16
 """Under JAX's simplified constants (`simplified_constants`), a value of at least this many

@@ -3,7 +3,7 @@ clear error for malformed input.
 
 A class's flatten and unflatten are generated from its spec (`stabledist._src.spec`), as
 dataclasses generates ``__init__``: straight-line code for its field table, with the batch
-check of `stabledist._src.batching.check_source` written into the unflatten. A distribution is
+check of `stabledist._src.batching.check_lines` written into the unflatten. A distribution is
 flattened and unflattened on every jitted call that takes one, and straight-line code is the
 fastest Python can do it (the benchmarks page has the figures). The source is compiled under a
 readable file name and kept in `linecache`, so tracebacks and debuggers show it
@@ -31,7 +31,7 @@ import numpy as np
 from jax.tree_util import GetAttrKey
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
-from stabledist._src.batching import STORED_BATCH_SHAPE, check_source, derive, restore_children
+from stabledist._src.batching import STORED_BATCH_SHAPE, check_lines, derive, restore_children
 from stabledist._src.spec import VALIDATE, ClassSpec, FieldTable
 
 __all__ = ["ClassPytree", "StaticValue", "build", "register_with_jax"]
@@ -78,11 +78,11 @@ def _layout(qualname: str, table: FieldTable) -> _Layout:
 def build(cls: type, spec: ClassSpec) -> ClassPytree:
     """Generate ``cls``'s flatten and unflatten from its spec."""
     layout = _layout(cls.__qualname__, spec.table)
-    check = check_source(spec.batch, layout.required_aux, spec.nested)
+    check = check_lines(spec.batch, layout.required_aux, spec.nested)
     lines = [
         f"# stabledist._src.pytree: generated for {cls.__module__}.{cls.__qualname__}",
-        *_flatten_source(layout), "", *_unflatten_source(layout, check), "",
-        *_check_source(layout, check),
+        *_flatten_lines(layout), "", *_unflatten_lines(layout, check), "",
+        *_check_lines(layout, check),
     ]
     namespace: dict[str, Any] = {
         "new": cls.__new__, "cls": cls, "osa": object.__setattr__, "spec": spec,
@@ -98,7 +98,7 @@ def build(cls: type, spec: ClassSpec) -> ClassPytree:
     return ClassPytree(flatten, unflatten, _checking(layout, unflatten), checked)
 
 
-def _flatten_source(layout: _Layout) -> list[str]:
+def _flatten_lines(layout: _Layout) -> list[str]:
     """``flatten(d)``: the leaves in declaration order; hybrid fields split into a leaf or a
     static; a derived batch shape emits numpyro's stored one (the treedef stays numpyro's)."""
     hybrid = {i: j for j, (i, _, _) in enumerate(layout.hybrid)}
@@ -118,7 +118,7 @@ def _flatten_source(layout: _Layout) -> list[str]:
             "        return flatten_general(d, s)"]
 
 
-def _unflatten_source(layout: _Layout, check: list[str]) -> list[str]:
+def _unflatten_lines(layout: _Layout, check: list[str]) -> list[str]:
     """``unflatten(statics, children)``: the instance, without running its constructor (JAX may
     put anything in a leaf: tracers, dtypes, in_axes specs), then the batch check."""
     leaves = [f"_{i}" for i in range(len(layout.data))]
@@ -142,7 +142,7 @@ def _unflatten_source(layout: _Layout, check: list[str]) -> list[str]:
         *check, "    return d"]
 
 
-def _check_source(layout: _Layout, check: list[str]) -> list[str]:
+def _check_lines(layout: _Layout, check: list[str]) -> list[str]:
     """``check(d)``: the batch check of ``unflatten``, the same lines, on an existing instance
     (its leaves as the generated flatten gives them, its stored shapes)."""
     leaves = "".join(f"_{i}, " for i in range(len(layout.data)))

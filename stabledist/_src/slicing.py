@@ -7,12 +7,13 @@ constructor from its parameters broadcast to the batch shape and indexed, and fr
 distributions sliced the same way (aligned to the right, as they broadcast against the parent).
 The constructor recomputes everything derived (``TruncatedNormal``'s promoted base,
 ``LowRankMultivariateNormal``'s capacitance), so ``d[i]`` is the distribution of element ``i``
-with the numbers ``vmap`` sees. `ExpandedDistribution` slices its base where the base has the
-dimension and keeps the expansion. A class whose constructor cannot be called from its fields
-(a transform with batched parameters, a distribution of a user's class without a constructor of
-its fields) raises a `TypeError` saying so. What a class needs beyond its spec (a reason it
-cannot be sliced, nested distributions' own trailing dimensions, constructor arguments kept
-only through shapes) are its `stabledist._src.facts`.
+with the numbers ``vmap`` sees. A slice of an `ExpandedDistribution` is its base broadcast to the
+batch and indexed. A constructor that forwards ``**kwargs`` gets the fields no argument names
+by name. A class whose constructor cannot be called from its fields (a transform with batched
+parameters, a user's class whose arguments are named otherwise than the fields they set)
+raises a `TypeError` saying so, never a slice rebuilt from defaults. What a class needs beyond
+its spec (a reason it cannot be sliced, nested distributions' own trailing dimensions,
+constructor arguments kept only through shapes) are its `stabledist._src.facts`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
-from numpyro.distributions.distribution import ExpandedDistribution
 from numpyro.distributions.transforms import Transform
 
 from stabledist._src.facts import EVENT, Facts, facts_of
@@ -97,8 +97,8 @@ def _slice(d: Any, index: _Index, batch: tuple[int, ...]) -> Any:
     facts = _facts(cls)
     if facts.unsliceable is not None:
         raise _unsliceable(cls, facts.unsliceable)
-    if isinstance(d, ExpandedDistribution):  # the base broadcast to the expanded shape
-        return type(d)(_slice(d.base_dist, index, batch), new_batch)
+    if facts.slices_as_base:  # the base broadcast to the whole batch, then indexed
+        return _slice(d.base_dist, index, batch)
     state = d.__dict__
 
     def sliced(name: str) -> Any:
@@ -186,6 +186,16 @@ def _constructor_arguments(cls: type, facts: Facts, state: dict[str, Any], slice
             kwargs[name] = sliced(field)
         elif name in structural:
             kwargs[name] = structural[name](state)
+    unmapped = [n for n in _fields(cls) if n in state and n not in fields]
+    if unmapped and _accepts_keywords(cls):  # a subclass forwarding its base's arguments
+        kwargs.update((n, sliced(n)) for n in unmapped)
+    elif unmapped and any(f is None and n not in structural and n != "batch_shape"
+                          for f, n in zip(fields, parameters)):
+        # arguments that match no field beside fields no argument takes (renamed arguments):
+        # rebuilt from their defaults, the slice would be wrong (a field the constructor
+        # computes from mapped arguments, such as numpyro's `gate` from `gate_logits`, is fine)
+        raise _unsliceable(cls, f"its constructor has no argument for its field(s) {unmapped} "
+                                "(name its arguments as the fields they set)")
     if _accepts_validate_args(cls):
         kwargs["validate_args"] = state.get("_validate_args")
     return kwargs
@@ -217,6 +227,13 @@ def _constructor_parameters(cls: type) -> dict[str, inspect.Parameter]:
     parameters = dict(inspect.signature(cls.__init__).parameters)
     return {n: p for n, p in parameters.items() if n not in ("self", "validate_args")
             and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+
+
+def _accepts_keywords(cls: type) -> bool:
+    """Whether the constructor takes ``**kwargs`` (a subclass forwarding its base's
+    arguments): unnamed fields are passed on by name."""
+    return any(p.kind is p.VAR_KEYWORD
+               for p in inspect.signature(cls.__init__).parameters.values())
 
 
 def _accepts_validate_args(cls: type) -> bool:

@@ -3,12 +3,12 @@ step, from the class, the class it mirrors and `stabledist._src.facts`.
 
 `class_spec(cls, source)` reads and changes nothing: it returns a `ClassSpec` with the field
 table (which attributes are leaves, in declaration order), the attributes the class must get
-(cached lazy properties, derived attributes, precedence restored), where its batch shape is read
+(cached lazy properties, recomputed attributes, precedence restored), where its batch shape is read
 (`BatchRule`), which fields may hold distributions, and the class's `Facts`. The fork then
 registers the class (`stabledist._src.fork`): it installs those attributes, puts the spec on
 the class (``cls.__stable_spec__``, as equinox keeps a module's field metadata on the class)
 and registers it with JAX, ``jax.export`` and the cache. The few per-class caches the other
-modules keep (hoisting decisions and programs, derived batch shapes) hang off the spec.
+modules keep (hoisting decisions and programs, batch shapes read from leaves) hang off it.
 
 numpyro gathers a distribution's fields on every flatten by walking the MRO into a ``set``, so
 its leaf order follows ``PYTHONHASHSEED``. Here the table is gathered once, in declaration
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 from numpyro.distributions.util import lazy_property
@@ -34,8 +34,8 @@ from stabledist._src.introspect import (
     is_numpyro_class,
 )
 
-__all__ = ["SPEC", "BatchRule", "ClassSpec", "FieldTable", "class_spec", "field_table",
-           "is_fork_base", "spec_of"]
+__all__ = ["SPEC", "BatchRule", "ClassSpec", "FieldTable", "LazyToInstall", "class_spec",
+           "field_table", "is_fork_base", "spec_of"]
 
 SPEC = SPEC_ATTRIBUTE
 """The class attribute that holds a stable class's `ClassSpec` (the cache reads ``holds``)."""
@@ -65,6 +65,13 @@ class FieldTable:
     hybrid: Mapping[str, StaticPredicate] = field(default_factory=dict)
     array_fields: frozenset[str] = frozenset()
     list_aux: frozenset[str] = frozenset()
+
+
+class LazyToInstall(NamedTuple):
+    """A lazy property the registration step installs: a `cached_lazy_property` over
+    ``function`` (made there: making one registers its value table in the cache)."""
+
+    function: Callable[[Any], Any]
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: a key of derived shapes
@@ -137,7 +144,8 @@ def class_spec(cls: type, source: type) -> ClassSpec:
     for base in reversed(cls.__mro__):
         hybrid.update(vars(base).get("pytree_hybrid_fields", {}))
     table = field_table(cls, hybrid, (), facts.extra_aux, facts.list_aux,
-                        derived=tuple(facts_derived(cls, facts)), own_flatten=own is not None)
+                        recomputed=tuple(recomputed_attributes(cls, facts)),
+                        own_flatten=own is not None)
     if own is not None and own[2]:
         install.update(own[2])
     nested = tuple(n for n in table.data if n not in table.array_fields)
@@ -176,42 +184,42 @@ def _held_distributions(names: tuple[str, ...]) -> Callable[[Any], list[Any]]:
     return holds
 
 
-def facts_derived(cls: type, facts: Facts) -> dict[str, Callable[[Any], Any]]:
-    """The derived attributes of ``facts``, except names numpyro itself declares as data fields
+def recomputed_attributes(cls: type, facts: Facts) -> dict[str, Callable[[Any], Any]]:
+    """The recomputed attributes of ``facts``, except names numpyro declares as data fields
     (those stay leaves, as in numpyro)."""
     declared = {name for base in cls.__mro__ if is_numpyro_class(base)
                 for name in vars(base).get("pytree_data_fields", ())}
-    return {n: compute for n, compute in facts.derived.items() if n not in declared}
+    return {n: compute for n, compute in facts.recomputed.items() if n not in declared}
 
 
 def _lazy_attributes(cls: type, facts: Facts
                      ) -> tuple[dict[str, Any], frozenset[str], frozenset[str]]:
     """``(install, lazy, generated)``: every lazy property visible on ``cls`` becomes a cached
-    lazy property over the same function, derived attributes become ones, and a plain attribute
+    lazy property over the same function, recomputed attributes become ones, and a plain attribute
     that overrides a lazy one further up keeps its precedence over the cached property a stable
     base generated for that name. ``generated``: what the class holds only for that (a
     subclass resolves past it), not its own lazy properties converted in place."""
-    derived = facts_derived(cls, facts)
-    install: dict[str, Any] = {n: cached_lazy_property(f, n).installed
-                               for n, f in derived.items()}
+    recomputed = recomputed_attributes(cls, facts)
+    install: dict[str, Any] = {n: LazyToInstall(f) for n, f in recomputed.items()}
     generated: set[str] = set()
     names = {n for base in cls.__mro__ for n, a in vars(base).items() if is_lazy(a)}
-    for name in sorted(names - set(derived)):
+    for name in sorted(names - set(recomputed)):
         owner, attr = _resolve(cls, name)
         if isinstance(attr, cached_lazy_property):  # stabledist's: a record, or installed
             if type(attr) is property:
                 continue  # installed by a stable base: inherited as it is
             install[name] = attr.installed
         elif isinstance(attr, lazy_property):
-            install[name] = cached_lazy_property(attr.wrapped, name).installed
+            install[name] = LazyToInstall(attr.wrapped)
         elif owner is not cls:
             install[name] = attr
         else:
             continue
         if owner is not cls:  # (the class's own lazy property, converted, stays its own)
             generated.add(name)
-    lazy = frozenset(n for n in names | set(derived) if isinstance(
-        install[n] if n in install else class_attribute(cls, n), cached_lazy_property))
+    lazy = frozenset(n for n in names | set(recomputed) if isinstance(
+        install[n] if n in install else class_attribute(cls, n),
+        LazyToInstall | cached_lazy_property))
     return install, lazy, frozenset(generated)
 
 
@@ -267,7 +275,7 @@ def field_table(
     extra_data: Sequence[str] = (),
     extra_aux: Sequence[str] = (),
     list_aux: Sequence[str] = (),
-    derived: Sequence[str] = (),
+    recomputed: Sequence[str] = (),
     own_flatten: bool = False,
 ) -> FieldTable:
     """Gather the field table of ``cls`` in declaration order.
@@ -277,16 +285,16 @@ def field_table(
     first-seen order instead of a ``set``: the data fields are exactly numpyro's, so a stable
     instance has numpyro's leaves. ``extra_data`` / ``extra_aux`` add attributes a constructor
     sets and numpyro's tree drops (an ``extra_data`` name is data even where a class declares
-    it aux); ``derived`` names are recomputed from the leaves, so they are neither. With
+    it aux); ``recomputed`` names are recomputed from the leaves, so they are neither. With
     ``own_flatten`` (a user class with its own ``tree_flatten``, which decides what is static),
     a name declared both data and aux is in both, as in numpyro.
     """
     data, aux, arrays = _declared_fields(cls)
     data.update(dict.fromkeys(extra_data))
     aux.update(dict.fromkeys(extra_aux))
-    for name in (*extra_data, *derived):  # the fork's word wins over an aux declaration
+    for name in (*extra_data, *recomputed):  # the fork's word wins over an aux declaration
         aux.pop(name, None)
-    for name in derived:
+    for name in recomputed:
         data.pop(name, None)
     aux.pop(VALIDATE, None)
     aux[VALIDATE] = None
@@ -296,7 +304,7 @@ def field_table(
         raise TypeError(
             f"{cls.__qualname__} declares {unknown} as both pytree data and aux fields; "
             "stabledist needs to know when such a field is static: pass "
-            "hybrid={name: test} to stabledist.make_stable / register")
+            "hybrid={name: test} to stabledist.make_stable, or declare pytree_hybrid_fields")
     for name in hybrid:
         if name not in data:
             raise TypeError(f"{cls.__qualname__}: hybrid field {name!r} is not a data field")

@@ -19,7 +19,7 @@ import jax
 import numpyro
 
 from stabledist._src.cache import CACHE
-from stabledist._src.spec import ClassSpec
+from stabledist._src.spec import SPEC, ClassSpec
 
 __all__ = ["checked_own_flatten", "warn_undeclared"]
 
@@ -47,7 +47,7 @@ def warn_undeclared(cls: type, instance: Any, spec: ClassSpec) -> None:
     or converted by `stable_internals`) drops such attributes in tree_unflatten exactly as
     numpyro does, and gets no warning numpyro would not give (under ``-W error`` it would
     raise)."""
-    if spec.warned or not any(getattr(vars(c).get("__stable_spec__"), "lint", False)
+    if spec.warned or not any(getattr(vars(c).get(SPEC), "lint", False)
                               for c in cls.__mro__):
         return
     spec.warned = True

@@ -150,13 +150,13 @@ MUTANTS: tuple[AstMutant, ...] = (
     ),
     # ---- pytree.py and spec.py --------------------------------------------------------------
     AstMutant(
-        PYTREE, "_flatten_source", "''.join((x + ', ' for x in leaves))",
+        PYTREE, "_flatten_lines", "''.join((x + ', ' for x in leaves))",
         "''.join((x + ', ' for x in reversed(leaves)))",
         "pytree: the generated flatten returns the leaves in reverse order",
         _PYTREE_TESTS,
     ),
     AstMutant(
-        PYTREE, "_unflatten_source", "(*layout.data, *layout.required_aux, VALIDATE)",
+        PYTREE, "_unflatten_lines", "(*layout.data, *layout.required_aux, VALIDATE)",
         "(*layout.data, *layout.required_aux)",
         "pytree: the generated unflatten drops _validate_args",
         _PYTREE_TESTS,
@@ -181,7 +181,7 @@ MUTANTS: tuple[AstMutant, ...] = (
     ),
     AstMutant(
         SPEC, "_lazy_attributes",
-        "{n: cached_lazy_property(f, n) for n, f in derived.items()}", "{}",
+        "{n: LazyToInstall(f) for n, f in recomputed.items()}", "{}",
         "spec: derived attributes are left out of the field table but not installed as lazy "
         "properties",
         _PYTREE_TESTS,
@@ -218,7 +218,7 @@ MUTANTS: tuple[AstMutant, ...] = (
         _k("tests/test_batched.py", "all_the_way_down"),
     ),
     AstMutant(
-        BATCHING, "check_source", "rule.restores_children and nested", "False",
+        BATCHING, "check_lines", "rule.restores_children and nested", "False",
         "batching: a truncated distribution's round trip derives its promoted base's shape",
         _k("tests/test_batched.py", "all_the_way_down"),
     ),
@@ -242,9 +242,8 @@ MUTANTS: tuple[AstMutant, ...] = (
     ),
     AstMutant(
         FORK, "Distribution.get_args",
-        "param in self.__dict__ or param in seeded or not isinstance(getattr(cls, param), "
-        "lazy_property)",
-        "param in self.__dict__ or not isinstance(getattr(cls, param), lazy_property)",
+        "param in self.__dict__ or param in seeded or not is_lazy(getattr(cls, param))",
+        "param in self.__dict__ or not is_lazy(getattr(cls, param))",
         "fork: get_args ignores the values the constructor was given",
         _k("tests/test_parametrizations.py", "test_given_value_is_exact_and_round_trip"),
     ),
