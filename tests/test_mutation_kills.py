@@ -170,10 +170,10 @@ def test_dead_holders_leave_no_record_in_the_child() -> None:
         t = copy.copy(template)  # shares base
         assert t.base_dist is base
         t.log_prob(0.5)  # its normalizer: a value, so it is recorded as base's holder
+        CACHE.resolve_pending()  # (at the next assignment anywhere: here, by hand, each time)
     alive = t
     del t
     gc.collect()
-    CACHE.resolve_pending()  # (recorded when an assignment could need it: here, by hand)
     holders = CACHE._owners[id(base)].holders
     assert holders is not None and list(holders) == [id(alive)]
     before = alive.log_prob(0.5)
