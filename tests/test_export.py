@@ -222,16 +222,21 @@ def test_layout_change_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
         jax.export.deserialize(data)
 
 
+def _forget(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """This process forgets the serialized name ``name``, as one that never defined it."""
+    registry = jax._src.export._export.deserialization_registry
+    forgetful = type(registry)({k: v for k, v in dict.items(registry) if k != name})
+    forgetful.missing = registry.missing  # stabledist's clear error for unknown names
+    monkeypatch.setattr(jax._src.export._export, "deserialization_registry", forgetful)
+
+
 def test_unknown_class_says_which_module_to_import(monkeypatch: pytest.MonkeyPatch) -> None:
     """Bytes naming a class this process has not created (a user's module not imported yet):
     the error names the class and the module to import (JAX's own names only the name)."""
     d, x = _Scaled(jnp.full(2, 2.0)), jnp.ones(2)
     data = jax.export.export(jax.jit(log_prob))(d, x).serialize()
     name = _export.serialized_name(_Scaled)
-    registry = jax._src.export._export.deserialization_registry
-    monkeypatch.setattr(jax._src.export._export, "deserialization_registry", type(registry)(
-        {k: v for k, v in dict.items(registry) if k != name}))
-    jax._src.export._export.deserialization_registry.missing = registry.missing
+    _forget(monkeypatch, name)
     with pytest.raises(ValueError, match=rf"`{__name__}._Scaled`.*import {__name__}"):
         jax.export.deserialize(data)
 
@@ -365,9 +370,6 @@ def test_an_unknown_make_stable_class_says_to_make_it_stable(
     stable = stabledist.make_stable(_PlainNormal)
     data = jax.export.export(jax.jit(log_prob))(stable(0.0, 1.0), 0.5).serialize()
     name = _export.serialized_name(stable)
-    registry = jax._src.export._export.deserialization_registry
-    monkeypatch.setattr(jax._src.export._export, "deserialization_registry", type(registry)(
-        {k: v for k, v in dict.items(registry) if k != name}))
-    jax._src.export._export.deserialization_registry.missing = registry.missing
+    _forget(monkeypatch, name)
     with pytest.raises(ValueError, match=rf"stabledist\.make_stable\({__name__}\._PlainNormal\)"):
         jax.export.deserialize(data)
