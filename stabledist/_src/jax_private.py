@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.extend.core as _jex_core
+import numpy as np
 
 __all__ = [
     "INTERNALS", "JaxInternalsWarning", "Recording", "available", "constants_used",
@@ -396,7 +397,8 @@ def _recording_works() -> bool:
 
 def _equation_recording() -> bool:
     with jax.ensure_compile_time_eval():  # probed inside a user's trace: nothing staged there
-        constant = jax.numpy.arange(3.0)
+        # a transfer, not an eager op: the probe compiles no program
+        constant = jax.device_put(np.arange(3.0, dtype=jax.dtypes.canonicalize_dtype(float)))
     found: list[bool] = []
 
     def f(x: Any) -> Any:
@@ -423,10 +425,13 @@ def cpu_one_shot_options() -> dict[str, Any]:
     ``{"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}`` this
     jaxlib accepts (jaxlib 0.11 dropped the second: its fusion emitters are the only CPU
     code generation). Probed with a tiny program at the first hoisted value."""
+    def probe_compile_option(x):  # named: the one-time probe is recognizable in compile logs
+        return x + 1
+
     accepted = {}
     for option, value in _ONE_SHOT_WANTED.items():
         try:
-            jax.jit(lambda x: x + 1, compiler_options={option: value}).lower(1.0).compile()
+            jax.jit(probe_compile_option, compiler_options={option: value}).lower(1.0).compile()
         except Exception:  # "No such compile option": this jaxlib does not have it
             continue
         accepted[option] = value
