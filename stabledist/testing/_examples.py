@@ -28,8 +28,8 @@ NO_EXAMPLE: dict[str, str] = {
     "Distribution": "abstract base class: no parameters to draw, no sample/log_prob; "
                     "every concrete subclass is tested",
 }
-"""Public names without a catalog example, hence excluded from every property (below)."""
-"""Public names without a catalog example (the property suite skips them, with the reason)."""
+"""Public names without a catalog example: abstract, nothing to draw or compare (the property
+suite leaves them out, and a test checks each is abstract)."""
 
 LOG_PROB_VALUES: dict[str, Callable[[], jax.Array]] = {
     # ``sample`` is not implemented; a point in the support is given instead.
