@@ -52,6 +52,7 @@ from numpyro.distributions import transforms as _transforms
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
 from stabledist._src import jax_private
+from stabledist._src.introspect import is_numpyro_class
 from stabledist._src.pytree import StaticValue
 from stabledist._src.spec import SPEC, ClassSpec
 
@@ -138,14 +139,19 @@ def _from_children(nodetype: type) -> Callable[..., Any]:
     return own[1] if own is not None else unflatten
 
 
-def _missing_name(name: str) -> None:
+def missing_name(name: str, stable_class: Callable[[type], type]) -> None:
     """jax.export is about to fail on bytes that name a stable class no module has defined in
-    this process: say which module to import (JAX's own error names only the name)."""
+    this process. A mirror of numpyro's is made now (``stable_class``: mirrors are made on
+    first use); for any other class, say which module to import (JAX's own error names only
+    the name)."""
     if not name.startswith(PREFIX):
         return
     path = name[len(PREFIX):]
     module = path.split(".", 1)[0]
     source = _imported_class(path)
+    if source is not None and is_numpyro_class(source):
+        stable_class(source)  # registers its name
+        return
     if source is not None:  # its module is imported, the class is numpyro-style: not stable
         where = (f"the exporting process made it stable: call `stabledist.make_stable("
                  f"{source.__module__}.{source.__qualname__})` before jax.export.deserialize")
@@ -161,7 +167,8 @@ def _missing_name(name: str) -> None:
 
 def _imported_class(path: str) -> type | None:
     """The class ``module.qualname`` names, when its module is imported already (nothing is
-    imported here) and it is a numpyro distribution class of a user's."""
+    imported here) and it is a numpyro-style distribution class without a spec (numpyro's or a
+    user's)."""
     parts = path.split(".")
     for i in range(len(parts) - 1, 0, -1):
         found: Any = sys.modules.get(".".join(parts[:i]))
@@ -174,9 +181,6 @@ def _imported_class(path: str) -> type | None:
             return found
         return None
     return None
-
-
-jax_private.on_missing_export_name(_missing_name)
 
 
 def _qualified(cls: type) -> str:

@@ -34,9 +34,10 @@ import jax
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 from numpyro.distributions.distribution import DistributionMeta, MaskedDistribution
 
+from stabledist._src import jax_private
 from stabledist._src.batching import is_derived, restored, settled, settled_arguments
 from stabledist._src.cache import CACHE, cached_lazy_property
-from stabledist._src.export import register_serialization
+from stabledist._src.export import missing_name, register_serialization
 from stabledist._src.introspect import is_lazy, is_numpyro_class
 from stabledist._src.pytree import build, register_with_jax
 from stabledist._src.slicing import getitem
@@ -47,11 +48,12 @@ from stabledist._src.spec import (
     LazyToInstall,
     StaticPredicate,
     class_spec,
+    unknown_own_pytree,
 )
 from stabledist._src.user_classes import checked_own_flatten, warn_undeclared
 
-__all__ = ["Distribution", "is_stable", "make_stable", "stabilize", "stable_class",
-           "upstream_class"]
+__all__ = ["Distribution", "check_coverable", "is_stable", "make_stable", "stabilize",
+           "stable_class", "upstream_class"]
 
 D = TypeVar("D", bound=type)
 
@@ -210,22 +212,17 @@ def _stable_copy(value: Any) -> Any:
     return copy
 
 
-def mirror_all() -> dict[str, type]:
-    """Stable mirrors of every numpyro distribution class, keyed by name (public first)."""
-    found: dict[str, type] = {}
-    pending: list[type] = [_NumpyroDistribution]
-    seen: set[type] = set()
+def check_coverable() -> None:
+    """Fail the import on a numpyro class with its own pytree methods that stabledist does not
+    know (a newer numpyro), rather than a model's first use of it. Mirrors themselves are made
+    on first use (`stable_class`)."""
+    pending, seen = [_NumpyroDistribution], set()
     while pending:
-        cls = pending.pop()
-        for sub in cls.__subclasses__():
+        for sub in pending.pop().__subclasses__():
             if sub not in seen and is_numpyro_class(sub):
                 seen.add(sub)
                 pending.append(sub)
-    found["Distribution"] = Distribution
-    _mirrors[_NumpyroDistribution] = Distribution
-    for cls in sorted(seen, key=lambda c: (c.__module__, c.__qualname__)):
-        found.setdefault(cls.__name__, stable_class(cls))
-    return found
+                unknown_own_pytree(sub)
 
 
 def wrap_factory(factory: Callable[..., Any]) -> Callable[..., Any]:
@@ -378,3 +375,8 @@ class Distribution(_SkipNumpyroRegistration, _NumpyroDistribution, metaclass=Sta
         """The aux fields of the class, in a fixed order."""
         table = getattr(cls, SPEC).table
         return table.aux + tuple(table.hybrid)
+
+
+_mirrors[_NumpyroDistribution] = Distribution
+# bytes naming a mirror not made yet in this process: made then (mirrors are made on first use)
+jax_private.on_missing_export_name(functools.partial(missing_name, stable_class=stable_class))

@@ -47,7 +47,6 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
@@ -376,7 +375,7 @@ def _is_array_tree(value: Any) -> bool:
                for x in leaves)
 
 
-CONCRETE_TYPES = frozenset({float, int, bool, np.ndarray, type(jnp.zeros(()))})
+CONCRETE_TYPES = jax_private.concrete_array_types()
 """Types of values that hold no tracer (tested first, inline, on the cache's hot paths)."""
 
 

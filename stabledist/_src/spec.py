@@ -35,7 +35,7 @@ from stabledist._src.introspect import (
 )
 
 __all__ = ["SPEC", "BatchRule", "ClassSpec", "FieldTable", "LazyToInstall", "class_spec",
-           "field_table", "is_fork_base", "spec_of"]
+           "field_table", "is_fork_base", "spec_of", "unknown_own_pytree"]
 
 SPEC = SPEC_ATTRIBUTE
 """The class attribute that holds a stable class's `ClassSpec` (the cache reads ``holds``)."""
@@ -246,12 +246,8 @@ def _own_pytree_methods(cls: type) -> tuple[Any, Any, dict[str, Any]] | None:
         if not custom:
             continue
         if is_numpyro_class(base):
-            if facts_of(base).hybrid:
-                return None
-            raise TypeError(
-                f"{base.__module__}.{base.__qualname__} defines its own "
-                f"{'/'.join(sorted(custom))}, which stabledist does not know; please report "
-                "this numpyro class (new to stabledist) so that it can be covered")
+            unknown_own_pytree(base)
+            return None
         if base is cls:
             return cls.tree_flatten, cls.tree_unflatten, {}
         # a mirror: the user's methods must win over the fork's generic ones
@@ -259,6 +255,17 @@ def _own_pytree_methods(cls: type) -> tuple[Any, Any, dict[str, Any]] | None:
         flatten, unflatten = (install[n].__get__(None, cls) for n in _OWN_METHODS)
         return flatten, unflatten, install
     return None
+
+
+def unknown_own_pytree(cls: type) -> None:
+    """Raise for a numpyro class that defines its own pytree methods stabledist does not know
+    (the hybrid classes of `stabledist._src.facts` are known): it would be flattened wrongly."""
+    custom = set(_OWN_METHODS) & set(vars(cls))
+    if custom and not facts_of(cls).hybrid:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__} defines its own "
+            f"{'/'.join(sorted(custom))}, which stabledist does not know; please report "
+            "this numpyro class (new to stabledist) so that it can be covered")
 
 
 def _method_skipping_fork(cls: type, name: str) -> Any:
