@@ -45,6 +45,7 @@ XDIST := -n auto --dist loadgroup
 
 test: $(STAMP)
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-logo --no-cache   # the layers of pyproject.toml
 	$(MAKE) typecheck
 	$(PY) -m pytest $(XDIST) -m "not integration" $(ARGS)
 	$(MAKE) test-x64

@@ -83,7 +83,7 @@ def discover_lazy_pairs(
             if name in dn.__dict__ or name in ds.__dict__:
                 skipped[label] = "an instance attribute in this example (set by the constructor)"
                 continue
-            if name in CACHE.cached(ds):
+            if name in CACHE.values_of(ds):
                 skipped[label] = "computed by the constructor in this example"
                 continue
             if not name.isidentifier():  # pragma: no cover - numpyro names are identifiers

@@ -15,8 +15,9 @@ from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
 from benchmarks.phases import record_phases
-from stabledist._src.cache import CACHE, lazy_record
-from stabledist._src.introspect import class_attribute, is_lazy
+from stabledist._src.cache import CACHE
+from stabledist._src.introspect import class_attribute
+from stabledist._src.lazy import is_lazy, lazy_property_of
 
 
 def lazy_names(d) -> list[str]:
@@ -85,7 +86,7 @@ def test_values_cached_once_and_identical():
     d = sd.MultivariateNormal(jnp.zeros(3), scale_tril=jnp.eye(3) * 2)
     first = d.precision_matrix
     assert d.precision_matrix is first
-    assert CACHE.cached(d)["precision_matrix"] is first
+    assert CACHE.values_of(d)["precision_matrix"] is first
     u = nd.MultivariateNormal(jnp.zeros(3), scale_tril=jnp.eye(3) * 2)
     assert jnp.array_equal(first, u.precision_matrix)
 
@@ -105,7 +106,7 @@ def test_clear_cache_forces_recompute():
     d = sd.MultivariateNormal(jnp.zeros(2), scale_tril=jnp.eye(2))
     p = d.precision_matrix
     sd.clear_cache()
-    assert "precision_matrix" not in CACHE.cached(d)
+    assert "precision_matrix" not in CACHE.values_of(d)
     assert d.precision_matrix is not p and jnp.array_equal(d.precision_matrix, p)
 
 
@@ -140,7 +141,7 @@ def test_threads_racing_for_a_value_all_get_the_one_kept():
         t.join()
     assert 1 <= len(CALLS) <= 8
     assert all(r is results[0] for r in results)
-    assert CACHE.cached(d) == {"slow": results[0]}
+    assert CACHE.values_of(d) == {"slow": results[0]}
     key = id(d)
     results.clear()
     d = None
@@ -182,7 +183,7 @@ def test_global_instances_under_transformations_do_not_leak(transform):
     if out.shape == expected.shape:  # grad has the same shape but other values
         assert jnp.allclose(again, out)
     # values cached during the trace are concrete, and the globals still work eagerly
-    for value in [*CACHE.cached(PRIOR).values(), *CACHE.cached(MVN).values()]:
+    for value in [*CACHE.values_of(PRIOR).values(), *CACHE.values_of(MVN).values()]:
         assert not isinstance(value, jax.core.Tracer)
     assert jnp.allclose(jax.vmap(f)(x), expected)
 
@@ -196,7 +197,7 @@ def test_concrete_value_is_one_constant_in_the_jaxpr():
     n_theirs = len(jax.make_jaxpr(lambda x: theirs.precision_matrix @ x)(x).eqns)
     assert n_ours == 1 < n_theirs
     # first read happened inside the trace and was cached as a concrete value
-    assert not isinstance(CACHE.cached(ours)["precision_matrix"], jax.core.Tracer)
+    assert not isinstance(CACHE.values_of(ours)["precision_matrix"], jax.core.Tracer)
 
 
 def test_traced_parameters_are_not_cached():
@@ -205,7 +206,7 @@ def test_traced_parameters_are_not_cached():
     def f(loc):
         d = sd.MultivariateNormal(loc, scale_tril=jnp.eye(2))
         value = d.precision_matrix
-        seen.append(CACHE.cached(d))
+        seen.append(CACHE.values_of(d))
         return value.sum() + loc.sum()
 
     with jax.checking_leaks():
@@ -217,7 +218,7 @@ def test_traced_parameters_are_not_cached():
     def g(scale):
         d = sd.MultivariateNormal(jnp.zeros(2), scale_tril=scale * jnp.eye(2))
         value = d.precision_matrix
-        seen.append(CACHE.cached(d))
+        seen.append(CACHE.values_of(d))
         return value.sum()
 
     seen.clear()
@@ -260,7 +261,7 @@ def test_value_first_read_under_grad_or_vmap_is_cached_like_numpyro(transform):
         _fresh_lazy_read(transform, ours, "_log_diff_tail_probs")
         _fresh_lazy_read(transform, theirs, "_log_diff_tail_probs")
     assert "_log_diff_tail_probs" in vars(theirs)  # numpyro cached it under the transform
-    cached = CACHE.cached(ours)["_log_diff_tail_probs"]
+    cached = CACHE.values_of(ours)["_log_diff_tail_probs"]
     assert not isinstance(cached, jax.core.Tracer)
     assert jnp.array_equal(cached, vars(theirs)["_log_diff_tail_probs"])
     # then inside jit both programs use it as a constant: the same program
@@ -276,11 +277,11 @@ def test_elementwise_value_first_read_inside_jit_is_not_cached():
     d = sd.TruncatedNormal(0.5, 2.0, low=-1.0, high=3.0)
     with jax.checking_leaks():
         _fresh_lazy_read("jit", d, "_log_diff_tail_probs")
-    assert "_log_diff_tail_probs" not in CACHE.cached(d)
+    assert "_log_diff_tail_probs" not in CACHE.values_of(d)
 
 
 def test_staging_traces():
-    from stabledist._src.hoisting import stages
+    from stabledist._src.jax_private import stages
 
     seen = {}
 
@@ -304,7 +305,7 @@ def test_staging_traces():
 def _compiles(fn) -> list[str]:
     """The names of the programs XLA compiles while ``fn()`` runs (the process's one-time probe
     of XLA's options is made first: it is not part of any value's cost)."""
-    from stabledist._src.jax_private import cpu_one_shot_options
+    from stabledist._src.hoisting import cpu_one_shot_options
 
     cpu_one_shot_options()
     with record_phases() as rec:
@@ -324,7 +325,7 @@ def test_long_hoisted_computation_is_one_program_shared_across_instances():
     first, second = make(sd, 0.25), make(sd, 0.5)
     x = jnp.zeros((7, 3, 2))
     leaves, treedef = jax.tree_util.tree_flatten(first)
-    compute = lazy_record(class_attribute(type(first), "norm_const")).wrapped
+    compute = lazy_property_of(class_attribute(type(first), "norm_const")).wrapped
     assert hoisting_mode(first, "norm_const", compute, leaves, treedef) == "program"
     names = _compiles(lambda: jax.block_until_ready(jax.jit(first.log_prob)(x)))
     assert names == ["jit(hoisted_norm_const)", "jit(log_prob)"]  # no eager kernel
@@ -332,7 +333,7 @@ def test_long_hoisted_computation_is_one_program_shared_across_instances():
     assert "jit(hoisted_norm_const)" not in again, again
     for ours, phi in ((first, 0.25), (second, 0.5)):
         want = make(nd, phi).norm_const
-        assert jnp.allclose(CACHE.cached(ours)["norm_const"], want, rtol=1e-6)
+        assert jnp.allclose(CACHE.values_of(ours)["norm_const"], want, rtol=1e-6)
 
 
 def test_short_hoisted_value_is_one_cheap_program_on_the_cpu():
@@ -349,17 +350,14 @@ def test_short_hoisted_value_is_one_cheap_program_on_the_cpu():
     names = _compiles(lambda: jax.block_until_ready(jax.jit(lambda x: d.precision_matrix @ x)(x)))
     assert names == ["jit(hoisted_precision_matrix)", "jit(<lambda>)"], names  # no eager kernel
     want = nd.MultivariateNormal(jnp.zeros(n), scale_tril=tril).precision_matrix
-    assert jnp.allclose(CACHE.cached(d)["precision_matrix"], want, rtol=1e-6)
+    assert jnp.allclose(CACHE.values_of(d)["precision_matrix"], want, rtol=1e-6)
 
 
 def _fresh_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
     """Hoisting decides as if no class had decided anything yet (a memo of this test's own)."""
     from stabledist._src import hoisting
 
-    memo: dict = {}
-    real = hoisting._class_memo
-    monkeypatch.setattr(hoisting, "_class_memo", lambda instance, kind: memo.setdefault(
-        (type(instance), kind), {}) if kind == "decisions" else real(instance, kind))
+    monkeypatch.setattr(hoisting, "_decisions", {})
 
 
 def test_hoisting_decision_is_made_once_per_leaf_ranks_when_sizes_cannot_change_it(
@@ -377,18 +375,18 @@ def test_hoisting_decision_is_made_once_per_leaf_ranks_when_sizes_cannot_change_
     _fresh_decisions(monkeypatch)
     decided: list[tuple[str, tuple]] = []
     abstract: list[str] = []
-    remember, decide = hoisting._remember, hoisting._decide
+    remember, decide = hoisting._remember, hoisting._abstract_mode
 
-    def counting(instance, name, leaves, mode, sizeless):
+    def counting(cls, name, leaves, mode, sizeless):
         decided.append((name, tuple(jnp.shape(x) for x in leaves)))
-        return remember(instance, name, leaves, mode, sizeless)
+        return remember(cls, name, leaves, mode, sizeless)
 
     def abstract_trace(compute, leaves, treedef):
         abstract.append(compute.__name__)
         return decide(compute, leaves, treedef)
 
     monkeypatch.setattr(hoisting, "_remember", counting)
-    monkeypatch.setattr(hoisting, "_decide", abstract_trace)
+    monkeypatch.setattr(hoisting, "_abstract_mode", abstract_trace)
 
     def tn(m, b):
         return m.TruncatedNormal(jnp.linspace(-1, 1, b), 1.5, low=-1.0, high=jnp.full(b, 2.0))
@@ -426,10 +424,10 @@ def test_hoisting_decision_is_made_once_per_leaf_ranks_when_sizes_cannot_change_
                 assert jnp.allclose(got, want, rtol=1e-5), (kind, size)
             leaves, treedef = jax.tree_util.tree_flatten(ours)
             shapes = tuple(jnp.shape(v) for v in leaves)
-            memo = hoisting._class_memo(ours, "decisions")
+            memo = hoisting._decisions.get(type(ours), {})
             for key, mode in list(memo.items()):
                 if key[0] == "shapes" and key[2] == shapes:
-                    compute = lazy_record(class_attribute(type(ours), key[1])).wrapped
+                    compute = lazy_property_of(class_attribute(type(ours), key[1])).wrapped
                     assert mode == decide(compute, leaves, treedef)[0], (kind, size, key)
         first = [d for d in decided if d[1] == decided[0][1]]
         assert first, kind
@@ -480,11 +478,12 @@ def test_hoisting_decisions_from_the_trace_agree_with_abstract_traces_over_the_c
 
         jax.jit(read)(jnp.zeros(()))
         leaves, treedef = jax.tree_util.tree_flatten(d)
-        for key, mode in list(hoisting._class_memo(d, "decisions").items()):
+        for key, mode in list(hoisting._decisions.get(type(d), {}).items()):
             if key[0] != "shapes" or key[2] != tuple(jnp.shape(x) for x in leaves):
                 continue  # a held distribution's decision (checked with its own class)
-            compute = lazy_record(class_attribute(type(d), key[1])).wrapped
-            assert mode == hoisting._decide(compute, leaves, treedef)[0], (example, key[1])
+            compute = lazy_property_of(class_attribute(type(d), key[1])).wrapped
+            assert mode == hoisting._abstract_mode(compute, leaves, treedef)[0], (
+                example, key[1])
             compared += 1
     assert compared >= 60, compared
 
@@ -499,13 +498,13 @@ def test_hoisting_decision_of_an_instance_with_cached_values_is_made_from_its_le
 
     _fresh_decisions(monkeypatch)
     abstract: list[str] = []
-    decide = hoisting._decide
+    decide = hoisting._abstract_mode
 
     def abstract_trace(compute, leaves, treedef):
         abstract.append(compute.__name__)
         return decide(compute, leaves, treedef)
 
-    monkeypatch.setattr(hoisting, "_decide", abstract_trace)
+    monkeypatch.setattr(hoisting, "_abstract_mode", abstract_trace)
     corr = jnp.array([[1.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 1.0]])
     # the copula's correlation_matrix is its MVN's covariance_matrix, seeded by the constructor
     ours = sd.GaussianCopulaBeta(2.0, 3.0, correlation_matrix=corr)
@@ -539,16 +538,16 @@ def test_hoisting_program_falls_back_to_eager_for_unhashable_static_fields(monke
     d = sd.SineBivariateVonMises(0.25, -1.0, 2.0, 3.0, correlation=0.8)
     real = hoisting.compute_hoisted
 
-    def unhashable(instance, name, compute, leaves, treedef, known, seed):
+    def unhashable(instance, name, compute, mode, leaves, treedef, known):
         class Unhashable:
             __hash__ = None
-        return real(instance, name, compute, leaves, Unhashable(), known, seed)
+        return real(instance, name, compute, mode, leaves, Unhashable(), known)
 
     monkeypatch.setattr(hoisting, "compute_hoisted", unhashable)
     names = _compiles(lambda: jax.jit(d.log_prob)(jnp.zeros((3, 2))))
     assert "jit(hoisted_norm_const)" not in names, names
     want = nd.SineBivariateVonMises(0.25, -1.0, 2.0, 3.0, correlation=0.8).norm_const
-    assert jnp.array_equal(CACHE.cached(d)["norm_const"], want)  # op by op: eager bits
+    assert jnp.array_equal(CACHE.values_of(d)["norm_const"], want)  # op by op: eager bits
 
 
 _SIMPLIFIED = """
@@ -562,7 +561,7 @@ for n, hoisted in ((LARGE_CONSTANTS, True), (256, False)):
                     for m in (sd, nd))
     got = jax.jit(lambda x: ours.log_prob(x))(x)
     want = jax.jit(lambda x: theirs.log_prob(x))(x)
-    assert ("_log_diff_tail_probs" in CACHE.cached(ours)) is hoisted, (n, CACHE.cached(ours))
+    assert ("_log_diff_tail_probs" in CACHE.values_of(ours)) is hoisted, (n, CACHE.values_of(ours))
     if hoisted:  # computed once by a program: numpyro's value to rounding
         np.testing.assert_allclose(got, want, rtol=1e-5)
     else:  # computed in the trace: numpyro's program, bit for bit
@@ -585,3 +584,20 @@ def test_large_elementwise_values_are_hoisted_under_simplified_constants():
     done = subprocess.run([sys.executable, "-c", _SIMPLIFIED], capture_output=True, text=True,
                           env=env, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_hoisting_program_compiles_with_the_options_this_jaxlib_has() -> None:
+    """jaxlib 0.11 dropped ``xla_cpu_use_fusion_emitters``: a hoisting program asks only for
+    the options this jaxlib accepts, so it still compiles (one program, no eager kernels)."""
+    from stabledist._src.hoisting import cpu_one_shot_options
+
+    options = cpu_one_shot_options()
+    assert options.get("xla_backend_optimization_level") == 0
+    compiled = jax.jit(lambda x: x * 2, compiler_options=options).lower(1.0).compile()
+    assert compiled is not None
+    n = 5  # a dimension no other test hoists with
+    tril = jnp.linalg.cholesky(jnp.eye(n) + 0.2 * jnp.ones((n, n)))
+    d = sd.MultivariateNormal(jnp.zeros(n), scale_tril=tril)
+    got = jax.jit(lambda x: d.precision_matrix @ x)(jnp.ones(n))
+    want = nd.MultivariateNormal(jnp.zeros(n), scale_tril=tril).precision_matrix @ jnp.ones(n)
+    assert jnp.allclose(got, want, rtol=1e-5)

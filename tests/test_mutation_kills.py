@@ -18,7 +18,8 @@ from helpers import run_fresh
 from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
-from stabledist._src.cache import CACHE, lazy_record
+from stabledist._src.cache import CACHE
+from stabledist._src.lazy import lazy_property_of
 
 
 @pytest.fixture(autouse=True)
@@ -36,10 +37,10 @@ def test_clear_cache_forgets_computed_values_and_their_owners() -> None:
     assert sd.cache_info().instances == before.instances + 1 and id(d) in CACHE.owners
     sd.clear_cache()
     assert id(d) not in CACHE.owners
-    assert CACHE.cached(d) == {}
+    assert CACHE.values_of(d) == {}
     assert all(id(d) not in CACHE.table(n) for n in ("covariance_matrix", "precision_matrix"))
     np.testing.assert_array_equal(d.covariance_matrix, first)  # recomputed, the same
-    assert id(d) in CACHE.owners and set(CACHE.cached(d)) == {"covariance_matrix"}
+    assert id(d) in CACHE.owners and set(CACHE.values_of(d)) == {"covariance_matrix"}
 
 
 def test_clear_cache_keeps_seeded_values() -> None:
@@ -47,7 +48,7 @@ def test_clear_cache_keeps_seeded_values() -> None:
     d = sd.MultivariateNormal(jnp.zeros(2), covariance_matrix=cov)
     d.precision_matrix  # noqa: B018 - a computed value
     sd.clear_cache()
-    assert set(CACHE.cached(d)) == {"covariance_matrix"}
+    assert set(CACHE.values_of(d)) == {"covariance_matrix"}
     assert d.covariance_matrix is cov or np.array_equal(d.covariance_matrix, cov)
 
 
@@ -87,7 +88,7 @@ def test_clear_cache_after_an_assignment_to_a_seeded_field() -> None:
     d.scale_tril = 3 * jnp.eye(2)
     assert float(d.covariance_matrix[0, 0]) == 9.0
     sd.clear_cache()  # must not raise
-    assert CACHE.cached(d) == {}
+    assert CACHE.values_of(d) == {}
     assert float(d.covariance_matrix[0, 0]) == 9.0
 
 
@@ -110,10 +111,10 @@ def test_many_distributions_holding_one_child_stay_cheap_and_correct() -> None:
         c.correlation_matrix  # noqa: B018 - a first read records the shared child's holder
     per_read = (time.perf_counter() - t0) / len(copies)
     assert per_read < 50e-6, f"{per_read * 1e6:.0f} us per first read"
-    assert "correlation_matrix" in CACHE.cached(copies[-1])
+    assert "correlation_matrix" in CACHE.values_of(copies[-1])
     template.marginal_dist.loc = jnp.asarray(0.5)
-    assert "correlation_matrix" not in CACHE.cached(copies[0])
-    assert "correlation_matrix" not in CACHE.cached(copies[-1])
+    assert "correlation_matrix" not in CACHE.values_of(copies[0])
+    assert "correlation_matrix" not in CACHE.values_of(copies[-1])
 
 
 def test_a_dead_instance_leaves_no_value_behind() -> None:
@@ -151,7 +152,7 @@ def test_a_value_computed_from_another_keeps_both_and_releases_both() -> None:
     d = chained(jnp.asarray(1.0), jnp.asarray(1.0))
     key = id(d)
     assert float(d.outer) == 3.0
-    assert set(CACHE.cached(d)) == {"outer", "inner"}
+    assert set(CACHE.values_of(d)) == {"outer", "inner"}
     del d
     gc.collect()
     assert key not in CACHE.table("inner") and key not in CACHE.table("outer")
@@ -381,7 +382,7 @@ def test_a_holder_first_read_under_grad_records_its_children() -> None:
     c = sd.Normal(jnp.asarray(1.0), 1.0)
     h = wrap(c)
     assert float(jax.grad(lambda x: x * h.twice_loc)(1.0)) == 2.0  # the first read
-    assert "twice_loc" in CACHE.cached(h)
+    assert "twice_loc" in CACHE.values_of(h)
     c.loc = jnp.asarray(5.0)
     assert float(h.twice_loc) == 10.0
 
@@ -586,8 +587,8 @@ def test_a_cached_lazy_property_bound_under_another_name_caches_under_that_name(
 
     d = Summed(1.0, 2.0)
     assert float(d.total) == 3.0
-    assert set(CACHE.cached(d)) == {"total"}
-    record = lazy_record(Summed.total)  # the class holds a plain property over its reader
+    assert set(CACHE.values_of(d)) == {"total"}
+    record = lazy_property_of(Summed.total)  # the class holds a plain property over its reader
     assert record.name == "total" and Summed.total.fget.__name__ == "total"
     assert Summed.total.fget.__wrapped__ is _sum
 
@@ -621,7 +622,7 @@ def test_state_without_seeded_values_is_numpyros_dict_and_unpickled_instances_ar
     plain = sd.Normal(0.0, 1.0)
     assert plain.__getstate__() is vars(plain)
     d = sd.MultivariateNormal(jnp.zeros(2), covariance_matrix=2.0 * jnp.eye(2))
-    assert "covariance_matrix" in CACHE.seeded(d)
+    assert "covariance_matrix" in CACHE.given(d)
     back = pickle.loads(pickle.dumps(d))
     back.scale_tril = 3.0 * jnp.eye(2)
     np.testing.assert_allclose(back.covariance_matrix, 9.0 * jnp.eye(2))
@@ -650,7 +651,7 @@ def test_get_or_compute_called_eagerly_computes_once_and_caches() -> None:
     first = CACHE.get_or_compute(d, "_kill_test_value", compute)
     again = CACHE.get_or_compute(d, "_kill_test_value", compute)
     assert first is again and float(first) == 4.0 and len(calls) == 1
-    assert CACHE.cached(d)["_kill_test_value"] is first
+    assert CACHE.values_of(d)["_kill_test_value"] is first
     assert CACHE.table("_kill_test_value")[id(d)] is first
 
 
@@ -677,7 +678,7 @@ def test_a_first_read_under_grad_or_vmap_alone_is_numpyros_eager_value(
         return jax.grad(f)(1.0) if transform == "grad" else jax.vmap(f)(jnp.ones(2))
 
     np.testing.assert_array_equal(read(ours), read(theirs))
-    np.testing.assert_array_equal(CACHE.cached(ours)["precision_matrix"],
+    np.testing.assert_array_equal(CACHE.values_of(ours)["precision_matrix"],
                                   vars(theirs)["precision_matrix"])
 
 
@@ -702,13 +703,13 @@ def test_a_hoisted_program_is_given_the_values_the_instance_already_has() -> Non
     from stabledist._src import hoisting
 
     d = sd.MultivariateNormal(jnp.zeros(3), covariance_matrix=2.0 * jnp.eye(3))
-    assert "covariance_matrix" in CACHE.seeded(d)
+    assert "covariance_matrix" in CACHE.given(d)
     jax.jit(lambda x: x @ d.precision_matrix)(jnp.ones(3))
     treedef = jax.tree_util.tree_structure(d)
     programs = {key[0]: program for key, program in hoisting._class_memo(d, "programs").items()
                 if key[2] == treedef}
     assert programs.get("precision_matrix") is not None
-    np.testing.assert_allclose(CACHE.cached(d)["precision_matrix"], 0.5 * jnp.eye(3),
+    np.testing.assert_allclose(CACHE.values_of(d)["precision_matrix"], 0.5 * jnp.eye(3),
                                rtol=1e-6)
 
 
@@ -728,7 +729,7 @@ def test_a_value_that_cannot_be_traced_is_hoisted_op_by_op() -> None:
         jax.jit(lambda x: x * upstream.half_or_double)(2.0)
     d = sd.make_stable(Branchy)(jnp.ones(2), jnp.full(2, 3.0))
     np.testing.assert_array_equal(jax.jit(lambda x: x * d.half_or_double)(2.0), [3.0, 3.0])
-    np.testing.assert_array_equal(CACHE.cached(d)["half_or_double"], [1.5, 1.5])
+    np.testing.assert_array_equal(CACHE.values_of(d)["half_or_double"], [1.5, 1.5])
 
 
 def test_a_value_that_is_a_tuple_of_arrays_is_cached() -> None:
@@ -742,16 +743,16 @@ def test_a_value_that_is_a_tuple_of_arrays_is_cached() -> None:
 
     d = sd.make_stable(Pair)(jnp.ones(2), jnp.full(2, 3.0))
     first = d.pair
-    assert d.pair is first and CACHE.cached(d)["pair"] is first
+    assert d.pair is first and CACHE.values_of(d)["pair"] is first
     e = sd.make_stable(Pair)(jnp.ones(3), jnp.full(3, 3.0))
     jax.vmap(lambda x: x * e.pair[1])(jnp.ones(2))  # first read under vmap alone
-    assert CACHE.cached(e)["pair"] is e.pair
+    assert CACHE.values_of(e)["pair"] is e.pair
 
 
 def test_an_object_that_cannot_be_weakly_referenced_is_refused_clearly() -> None:
     """``LazyValueCache._new_owner`` 6-11: the error names the type and the reason."""
     with pytest.raises(TypeError) as info:
-        CACHE.seed(7, "loc", 1.0)
+        CACHE.give(7, "loc", 1.0)
     assert str(info.value) == ("int instances cannot be weakly referenced (a __slots__ "
                                "without '__weakref__'?), so their lazy values cannot be "
                                "cached externally")
@@ -960,7 +961,7 @@ def test_a_derived_attribute_reads_the_value_its_constructor_gave() -> None:
     and each instance computed another)."""
     d = sd.Levy(0.0, 1.0)
     support = d.support
-    assert CACHE.cached(d) == {"_support": support}  # numpyro's object, from the constructor
+    assert CACHE.values_of(d) == {"_support": support}  # numpyro's object, from the constructor
 
 
 def test_a_distribution_in_a_leaf_is_no_error() -> None:
@@ -1134,7 +1135,7 @@ def test_a_lazy_value_that_is_not_an_array_is_cached_as_numpyro_caches_it() -> N
         calls.clear()
         d = cls(0.5, 1.0)
         assert d.bounds is d.bounds and calls == ["bounds"], cls
-    assert list(CACHE.cached(d)) == ["bounds"]
+    assert list(CACHE.values_of(d)) == ["bounds"]
 
 
 def test_a_first_read_by_an_instance_without_weak_references_names_the_problem() -> None:

@@ -11,10 +11,6 @@ Each internal is probed once, at import. One that is missing or changed never br
 behaviour (a lazy value computed where it is read and cached only when concrete, nothing
 hoisted), and one `JaxInternalsWarning` names what is missing. ``tests/test_jax_private.py``
 has one test per internal, which fails with the internal's name when a release changes it.
-
-The XLA options of `cpu_one_shot_options` are not Python internals, but they change between
-jaxlib releases the same way (an unknown option is an error), so they are probed here too: at
-the first hoisted value, when JAX's backend exists.
 """
 
 from __future__ import annotations
@@ -33,7 +29,7 @@ import numpy as np
 
 __all__ = [
     "INTERNALS", "JaxInternalsWarning", "Recording", "available", "concrete_array_types",
-    "constants_used", "cpu_one_shot_options", "current_trace", "drop_recorded", "eval_context",
+    "constants_used", "current_trace", "drop_recorded", "eval_context",
     "export_name_holder", "hoisting_available", "in_trace", "is_top_level", "missing",
     "no_ambient_mesh", "on_missing_export_name", "registering_export_names", "take_export_name",
     "probe_all", "recorded_equations", "stages", "start_recording", "top_level_state",
@@ -412,7 +408,11 @@ def drop_recorded(recording: Recording) -> None:
 
 @functools.cache
 def _set_trace() -> Callable[[Any], Any] | None:
-    """``jax._src.core.set_current_trace``, probed at its first use (the probe traces)."""
+    """``jax._src.core.set_current_trace``, probed at its first use (the probe traces); without
+    ``trace_state`` it cannot work, and that internal's warning said so already."""
+    if _core is None:
+        _missing.setdefault("tracer_traces", "needs trace_state, which is missing")
+        return None
     return _probe("tracer_traces", _tracer_traces)
 
 
@@ -442,28 +442,6 @@ def _equation_recording() -> bool:
     if found != [True]:
         raise AssertionError("a trace's frame does not record equations as expected")
     return True
-
-
-_ONE_SHOT_WANTED = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-
-
-@functools.cache
-def cpu_one_shot_options() -> dict[str, Any]:
-    """XLA's cheap CPU code generation for a program that runs once: the options of
-    ``{"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}`` this
-    jaxlib accepts (jaxlib 0.11 dropped the second: its fusion emitters are the only CPU
-    code generation). Probed with a tiny program at the first hoisted value."""
-    def probe_compile_option(x):  # named: the one-time probe is recognizable in compile logs
-        return x + 1
-
-    accepted = {}
-    for option, value in _ONE_SHOT_WANTED.items():
-        try:
-            jax.jit(probe_compile_option, compiler_options={option: value}).lower(1.0).compile()
-        except Exception:  # "No such compile option": this jaxlib does not have it
-            continue
-        accepted[option] = value
-    return accepted
 
 
 def missing() -> dict[str, str]:

@@ -18,8 +18,8 @@ import numpyro.distributions as nd
 from numpyro.distributions import constraints as C  # noqa: N812 - constraint namespace
 
 from stabledist._src.cache import CACHE
-from stabledist._src.fork import upstream_class
 from stabledist._src.introspect import lazy_names
+from stabledist._src.mirrors import upstream_class
 from stabledist.testing._twin import numpyro_twin, upstream_lazy_names
 
 __all__ = ["Outcome", "StabilityError", "attempt", "describe", "destabilize", "same_outcome",
@@ -413,7 +413,7 @@ def destabilize(value: Any) -> Any:
         twin = cast(Any, cls).__new__(cls)
         # with the values its constructor was given for lazy properties (a covariance_matrix=
         # argument): numpyro's constructor keeps them in __dict__, stabledist's in the cache
-        state = {**vars(value), **CACHE.seeded(value)}
+        state = {**vars(value), **CACHE.given(value)}
         vars(twin).update({k: destabilize(v) for k, v in state.items()})
         return twin
     if type(value) in (list, tuple):

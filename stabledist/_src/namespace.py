@@ -1,4 +1,10 @@
-"""`stabledist.<name>` for every `numpyro.distributions.<name>`, so imports keep working.
+"""stabledist's namespace: every public name of `numpyro.distributions`, and
+`stabledist.<name>` for every `numpyro.distributions.<name>`, so imports keep working.
+
+Classes are made stable on first use (the package's and each mirrored submodule's
+``__getattr__``): making all of numpyro's ~100 classes at import would cost a quarter of a
+second of every import, for the handful a program uses. A numpyro class stabledist could not
+flatten fails the import all the same (`check_coverable`).
 
 `from numpyro.distributions.continuous import Normal` becomes
 `from stabledist.continuous import Normal` and yields the stable class. A submodule that
@@ -22,7 +28,22 @@ from typing import Any
 import numpyro.distributions as _nd
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
-__all__ = ["mirror_submodules"]
+from stabledist._src.describe import unknown_own_pytree
+from stabledist._src.introspect import is_numpyro_class
+
+__all__ = ["check_coverable", "mirror_submodules"]
+
+
+def check_coverable() -> None:
+    """Fail the import on a numpyro class with its own pytree methods that stabledist does not
+    know (a newer numpyro), rather than a model's first use of it."""
+    pending, seen = [_NumpyroDistribution], set()
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            if sub not in seen and is_numpyro_class(sub):
+                seen.add(sub)
+                pending.append(sub)
+                unknown_own_pytree(sub)
 
 
 def mirror_submodules(package: str, factories: Mapping[str, Any],
