@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from stabledist._src.children import descendants, holding_fields
+from stabledist._src.children import descendants
+from stabledist._src.records import find
 
 __all__ = ["CACHE", "CacheInfo", "LazyValueCache", "cache_info", "clear_cache"]
 
@@ -78,13 +79,17 @@ class LazyValueCache:
         self._tables: dict[str, dict[int, Any]] = {}
         self._singletons: dict[str, frozenset[str]] = {}
         self._owners: dict[int, _Owner] = {}
-        self._holders: dict[int, dict[int, _Owner]] = {}
+        self._holders: dict[int, _Owner | dict[int, _Owner]] = {}
         # read-only views, for the one test on every field assignment (`watched`)
         self.owners: Mapping[int, object] = self._owners
         self.holders: Mapping[int, object] = self._holders
         self.lock = threading.Lock()
         self._release_callback = self._release  # one bound method, not one per owner
         self._orphans: list[_Owner] = []  # dead holders whose records wait for the lock
+        self.store: Callable[[object, str, dict[int, Any], Any], Any] = self._storing()
+        """``store(instance, name, table, value)``: store ``value`` as ``instance``'s value of
+        ``name`` unless one is stored already; return the one kept (every reader gets the
+        first stored). On the first-read path of every lazy property (`_storing`)."""
 
     def table(self, name: str) -> dict[int, Any]:
         """The value table of the lazy property ``name`` (shared by every class)."""
@@ -92,27 +97,45 @@ class LazyValueCache:
             self._singletons.setdefault(name, frozenset((name,)))
             return self._tables.setdefault(name, {})
 
-    def store(self, instance: object, name: str, table: dict[int, Any], value: Any) -> Any:
-        """Store ``value`` as ``instance``'s value of ``name`` unless one is stored already;
-        return the one kept (every reader gets the first stored)."""
-        key = id(instance)
-        self.lock.acquire()  # (no `with`: half the cost, on the first-read path)
-        try:
-            stored = table.get(key, _MISSING)
-            if stored is not _MISSING:
-                return stored
-            owner = self._owners.get(key)
-            if owner is None:
-                owner = self._new_owner(instance, key)
-                owner.names = self._singletons[name]
-            elif name not in owner.names:
-                owner.names = owner.names | self._singletons[name]
-            table[key] = value
-            if owner.held is None:
-                self._record_held(owner, instance)
-            return value
-        finally:
-            self.lock.release()
+    def _storing(self) -> Callable[[object, str, dict[int, Any], Any], Any]:
+        """`store`, with what it reads bound once as closure cells (no attribute lookups on
+        the first-read path), and an instance's first value made inline: one weak reference,
+        two inserts and, for a class that holds no distribution, no call."""
+        owners, owners_get, singletons = self._owners, self._owners.get, self._singletons
+        acquire, release = self.lock.acquire, self.lock.release
+        callback, new_owner = self._release_callback, self._new_owner
+        record_held = self._record_held
+
+        def store(instance: object, name: str, table: dict[int, Any], value: Any) -> Any:
+            key = id(instance)
+            acquire()  # (no `with`: half the cost)
+            try:
+                stored = table.get(key, _MISSING)
+                if stored is not _MISSING:
+                    return stored
+                owner = owners_get(key)
+                if owner is None:
+                    try:
+                        owner = _Owner(instance, callback)
+                    except TypeError:
+                        owner = new_owner(instance, key)  # raises the clear error
+                    owner.key, owner.names, owner.given = key, singletons[name], _NOTHING
+                    owner.constructed, owner.held = False, None
+                    owners[key] = owner
+                elif name not in owner.names:
+                    owner.names = owner.names | singletons[name]
+                table[key] = value
+                if owner.held is None:
+                    record = find(type(instance))
+                    if record is not None and not record.nested:
+                        owner.held = ()  # holds nothing: nothing to record
+                    else:
+                        record_held(owner, instance)
+                return value
+            finally:
+                release()
+
+        return store
 
     def give(self, instance: object, name: str, value: Any) -> None:
         """Store ``value`` as a value ``instance`` was given (its constructor's, a copy's, a
@@ -178,7 +201,7 @@ class LazyValueCache:
             if owner.constructed:
                 owner.given = _NOTHING
             self._forget_held(owner)
-        for holder in list(self._holders.get(key, {}).values()):
+        for holder in self._holders_of(key):
             self._drop(holder.key, seen)
 
     def clear(self) -> None:
@@ -214,24 +237,45 @@ class LazyValueCache:
     def _record_held(self, owner: _Owner, instance: object) -> None:
         """``instance`` got its first value: record it as a holder of every distribution
         below it, so that an assignment to one of them drops its values (a class that holds
-        none records nothing: one lookup)."""
-        if not holding_fields(instance):
+        none records nothing: one lookup). A distribution with one holder maps to that
+        holder's owner, with several to a dict of them by key: no dict per child."""
+        below = descendants(instance)
+        if not below:
             owner.held = ()
             return
-        while self._orphans:  # dead holders whose records waited for the lock
-            self._forget_held(self._orphans.pop())
-        keys = tuple(id(d) for d in descendants(instance))
+        if self._orphans:  # dead holders whose records waited for the lock
+            while self._orphans:
+                self._forget_held(self._orphans.pop())
+        keys = tuple([id(d) for d in below])
+        holders, key = self._holders, owner.key
         for child in keys:
-            self._holders.setdefault(child, {})[owner.key] = owner
+            found = holders.get(child)
+            if found is None or found is owner:
+                holders[child] = owner
+            elif isinstance(found, dict):
+                found[key] = owner
+            elif found.key == key:  # (a dead owner's record under a reused key)
+                holders[child] = owner
+            else:
+                holders[child] = {found.key: found, key: owner}
         owner.held = keys
 
+    def _holders_of(self, key: int) -> list[_Owner]:
+        found = self._holders.get(key)
+        if found is None:
+            return []
+        return list(found.values()) if isinstance(found, dict) else [found]
+
     def _forget_held(self, owner: _Owner) -> None:
+        holders, key = self._holders, owner.key
         for child in owner.held or ():
-            holders = self._holders.get(child)
-            if holders is not None and holders.get(owner.key) is owner:
-                del holders[owner.key]
-                if not holders:
-                    del self._holders[child]
+            found = holders.get(child)
+            if found is owner:
+                del holders[child]
+            elif isinstance(found, dict) and found.get(key) is owner:
+                del found[key]
+                if len(found) == 1:
+                    holders[child] = next(iter(found.values()))
         owner.held = None
 
     def _release(self, owner: _Owner) -> None:

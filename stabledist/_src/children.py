@@ -21,7 +21,6 @@ from stabledist._src.records import find
 __all__ = ["descendants", "held", "holding_fields", "is_distribution", "replace_held"]
 
 _META = type(_NumpyroDistribution)
-_SEQUENCES = (list, tuple)
 
 
 def is_distribution(value: Any) -> bool:
@@ -40,27 +39,45 @@ def holding_fields(d: Any) -> Iterable[str]:
 
 def held(d: Any) -> list[Any]:
     """The distributions ``d`` holds, directly or in a list or tuple field, in field order."""
-    state = getattr(d, "__dict__", {})
+    record = find(type(d))
+    if record is None:
+        names: Iterable[str] = list(getattr(d, "__dict__", ()))
+    elif not record.nested:
+        return []
+    else:
+        names = record.nested
+    state = d.__dict__
     found = []
-    for name in holding_fields(d):
+    for name in names:
         value = state.get(name)
-        if isinstance(type(value), _META):
+        kind = type(value)
+        if isinstance(kind, _META):
             found.append(value)
-        elif type(value) in _SEQUENCES:
+        elif kind is list or kind is tuple:
             found.extend(v for v in cast(Sequence[Any], value) if isinstance(type(v), _META))
     return found
 
 
 def descendants(d: Any) -> list[Any]:
-    """Every distribution below ``d``: what it holds, what those hold, ... (each once)."""
-    found: dict[int, Any] = {}
-    pending = held(d)
-    while pending:
-        child = pending.pop()
-        if id(child) not in found:
-            found[id(child)] = child
-            pending.extend(held(child))
-    return list(found.values())
+    """Every distribution below ``d``: what it holds, what those hold, ... (each once). Runs
+    with the first value of every holder: a holder whose children hold nothing (the common
+    case) costs one `held` and one record lookup per child."""
+    found = held(d)
+    seen: set[int] | None = None
+    i = 0
+    while i < len(found):
+        child = found[i]
+        i += 1
+        record = find(type(child))
+        if record is not None and not record.nested:
+            continue
+        for grandchild in held(child):
+            if seen is None:
+                seen = {id(x) for x in found}
+            if id(grandchild) not in seen:
+                seen.add(id(grandchild))
+                found.append(grandchild)
+    return found
 
 
 def replace_held(state: dict[str, Any], names: Iterable[str],
@@ -74,7 +91,7 @@ def replace_held(state: dict[str, Any], names: Iterable[str],
             new = replace(value)
             if new is not value:
                 state[name] = new
-        elif type(value) in _SEQUENCES and value:
+        elif (type(value) is list or type(value) is tuple) and value:
             new_items = [replace(v) if isinstance(type(v), _META) else v for v in value]
             if any(a is not b for a, b in zip(new_items, value)):
                 state[name] = type(value)(new_items)
