@@ -77,26 +77,37 @@ def run(module: str, cases: list[str]) -> dict[str, Any]:
     import jax.numpy as jnp
     import numpy as np
     from jax.experimental import multihost_utils
-    from jax.sharding import NamedSharding
+    from jax.sharding import AxisType, NamedSharding
     from jax.sharding import PartitionSpec as P
 
     dist = importlib.import_module(module)
-    mesh = jax.make_mesh((DEVICES,), ("data",))
+    # explicit axes, as the parallel guide (jax.make_mesh's default from jax 0.10 on)
+    mesh = jax.make_mesh((DEVICES,), ("data",), axis_types=(AxisType.Explicit,))
+    set_mesh = getattr(jax, "set_mesh", None) or jax.sharding.use_mesh  # jax 0.7: use_mesh
     out: dict[str, Any] = {
         "process_index": np.asarray(jax.process_index()),
         "process_count": np.asarray(jax.process_count()),
     }
 
-    def sharding(leaf: Any) -> NamedSharding:
+    def spec(leaf: Any) -> Any:
         """Split the batch axis over the mesh, replicate everything else."""
         batched = np.ndim(leaf) > 0 and np.shape(leaf)[0] == BATCH
-        return NamedSharding(mesh, P("data") if batched else P())
+        return P("data") if batched else P()
+
+    def sharding(leaf: Any) -> NamedSharding:
+        return NamedSharding(mesh, spec(leaf))
 
     def log_prob_sum(d: Any, x: jax.Array) -> jax.Array:
         return jnp.sum(d.log_prob(x))
 
     log_prob = jax.jit(lambda d, x: d.log_prob(x), out_shardings=NamedSharding(mesh, P("data")))
-    value_and_grad = jax.jit(jax.value_and_grad(log_prob_sum))
+
+    def value_and_grad(d: Any, x: jax.Array) -> Any:
+        """Under auto_axes: numpyro's densities are not written for explicit sharding (jax
+        0.12 raises ShardingTypeError in their derivatives on an explicit mesh)."""
+        with set_mesh(mesh):
+            return jax.jit(jax.sharding.auto_axes(
+                jax.value_and_grad(log_prob_sum), out_sharding=(P(), jax.tree.map(spec, d))))(d, x)
 
     same = build(dist, 0.0)  # identical in every process
     mine = build(dist, float(jax.process_index()))  # different in every process
