@@ -149,6 +149,11 @@ NEWEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py tests/test_export.py tests/test_slicing.py \
 	tests/test_batched.py tests/test_parity.py tests/test_jax_private.py tests/test_readme.py
 NEWEST_PROPERTIES := test_jit or test_upstream or test_round_trip or test_vmap or test_scan
+# Every documented example on the stack users install (each docs page and the README in a fresh
+# process, as tests/test_docs_examples.py runs them), and the multi-process program the parallel
+# guide shows (tests/test_multiprocess.py): integration tests, run with XLA's defaults. The
+# `checkpoints` extra is what the checkpoint example of docs/guides/jax-values.md imports.
+NEWEST_DOCS_TESTS := tests/test_docs_examples.py tests/test_multiprocess.py
 
 $(NEWEST_STAMP): pyproject.toml
 	@py="$(NEWEST_PYTHON)"; root=$$(pyenv root 2>/dev/null || echo "$$HOME/.pyenv"); \
@@ -165,7 +170,7 @@ $(NEWEST_STAMP): pyproject.toml
 	fi; \
 	echo "newest stack: $$py"; rm -rf $(NEWEST_VENV); "$$py" -m venv $(NEWEST_VENV)
 	$(NEWEST_PY) -m pip install --quiet --upgrade pip
-	$(NEWEST_PY) -m pip install --quiet -e ".[test]"
+	$(NEWEST_PY) -m pip install --quiet -e ".[test,checkpoints]"
 	touch $(NEWEST_STAMP)
 
 # CI: the newest stack (a fresh machine's newest Python, the newest releases admitted).
@@ -174,6 +179,8 @@ test-newest: $(NEWEST_STAMP)
 		'numpyro', numpyro.__version__, 'jax', jax.__version__)"
 	$(NEWEST_PY) -m pytest $(XDIST) -m "not integration" $(NEWEST_TESTS) $(ARGS)
 	$(NEWEST_PY) -m pytest $(XDIST) tests/test_properties.py -k "$(NEWEST_PROPERTIES)" $(ARGS)
+	STABLEDIST_TEST_XLA_DEFAULTS=1 $(NEWEST_PY) -m pytest $(XDIST) -m integration \
+		$(NEWEST_DOCS_TESTS) $(ARGS)
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
