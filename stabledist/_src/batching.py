@@ -6,8 +6,8 @@ still ``()``: every method then broadcasts wrongly or raises (numpyro #2271). Ev
 leaves ``vmap`` (``out_axes=0``), a ``lax.scan`` as ``ys`` or a ``tree_map(jnp.stack, ...)``
 gained the same leading axes, and the constructor gave the parameters one rank (numpyro's
 ``promote_shapes``), so the new batch shape can be read from the leaves when their rank
-disagrees with the stored one. The class's `stabledist._src.spec.BatchRule` says where (TFP's
-``parameter_properties`` in spirit):
+disagrees with the stored one. The `stabledist._src.records.BatchRule` of the class's record
+says where (TFP's ``parameter_properties`` in spirit):
 
 * a parameter of event rank ``e`` contributes ``shape[:ndim - e]``; a nested distribution
   contributes its batch shape less the dimensions its parent moves to the event (its offset);

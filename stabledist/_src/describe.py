@@ -159,8 +159,8 @@ def _own_pytree_methods(cls: type) -> tuple[Any, Any, dict[str, Any]] | None:
             return None
         if base is cls:
             return cls.tree_flatten, cls.tree_unflatten, {}
-        # a mirror: the user's methods must win over the fork's generic ones
-        install = {n: _method_skipping_fork(cls, n) for n in _OWN_METHODS}
+        # a mirror: the user's methods must win over stabledist's generic ones
+        install = {n: _method_skipping_our_bases(cls, n) for n in _OWN_METHODS}
         flatten, unflatten = (install[n].__get__(None, cls) for n in _OWN_METHODS)
         return flatten, unflatten, install
     return None
@@ -177,8 +177,8 @@ def unknown_own_pytree(cls: type) -> None:
             "this numpyro class (new to stabledist) so that it can be covered")
 
 
-def _method_skipping_fork(cls: type, name: str) -> Any:
-    """``name`` as ``cls``'s MRO resolves it, ignoring the fork's generic bases."""
+def _method_skipping_our_bases(cls: type, name: str) -> Any:
+    """``name`` as ``cls``'s MRO resolves it, ignoring stabledist's generic bases."""
     for base in cls.__mro__:
         if not is_fork_base(base) and name in vars(base):
             return vars(base)[name]
@@ -208,7 +208,7 @@ def field_table(
     data, aux, arrays = _declared_fields(cls)
     data.update(dict.fromkeys(extra_data))
     aux.update(dict.fromkeys(extra_aux))
-    for name in (*extra_data, *recomputed):  # the fork's word wins over an aux declaration
+    for name in (*extra_data, *recomputed):  # the facts' word wins over an aux declaration
         aux.pop(name, None)
     for name in recomputed:
         data.pop(name, None)

@@ -1,6 +1,6 @@
 """Questions about distribution classes, answered in one place.
 
-The fork, `stabledist.testing`, the benchmarks and the tests all need to know which names of a
+The core, `stabledist.testing`, the benchmarks and the tests all need to know which names of a
 class are lazy properties, what the MRO resolves a name to, which numpyro class a stable class
 mirrors and which public names are factories. Each answer is written once, here (whether an
 attribute is a lazy property: `stabledist._src.lazy.is_lazy`), so the four users cannot drift
