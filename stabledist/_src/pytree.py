@@ -74,19 +74,37 @@ class _Layout:
     hybrid: tuple[tuple[int, str, Any], ...]  # (leaf index, name, static test)
     list_aux: frozenset[str]
     array_at: tuple[int, ...]  # parameters: never a distribution or a string
+    shadowed: frozenset[str]  # fields a class attribute with a setter hides (see _setting)
 
     @property
     def names(self) -> frozenset[str]:
         return frozenset((*self.data, *self.required_aux, VALIDATE))
 
 
-def _layout(qualname: str, table: FieldTable) -> _Layout:
+def _layout(cls: type, table: FieldTable) -> _Layout:
     data = table.data
     return _Layout(
-        qualname=qualname, data=data, required_aux=table.aux[:-1],
+        qualname=cls.__qualname__, data=data, required_aux=table.aux[:-1],
         hybrid=tuple((data.index(n), n, test) for n, test in table.hybrid.items()),
         list_aux=table.list_aux,
-        array_at=tuple(i for i, n in enumerate(data) if n in table.array_fields))
+        array_at=tuple(i for i, n in enumerate(data) if n in table.array_fields),
+        shadowed=frozenset(n for n in (*data, *table.aux)
+                           if hasattr(type(_class_attribute(cls, n)), "__set__")))
+
+
+def _class_attribute(cls: type, name: str) -> Any:
+    return next((vars(base)[name] for base in cls.__mro__ if name in vars(base)), None)
+
+
+def _setting(layout: _Layout, name: str, value: str) -> str:
+    """The line that sets field ``name`` of a new instance ``d``: ``object.__setattr__`` (no
+    bookkeeping), which keeps the instance's attributes inline, without a ``__dict__`` object
+    (one more object per instance for the garbage collector to track), as numpyro's unflatten
+    does; a field a class attribute with a setter hides (numpyro's ``mean`` parameter of a
+    class whose ``mean`` is a property) is written into ``__dict__`` past it."""
+    if name in layout.shadowed:
+        return f"d.__dict__[{name!r}] = {value}"
+    return f"osa(d, {name!r}, {value})"
 
 
 def register(cls: type, record: ClassRecord,
@@ -112,7 +130,7 @@ def register(cls: type, record: ClassRecord,
 
 def _generate(cls: type, record: ClassRecord,
               own: tuple[Callable[..., Any], Callable[..., Any]] | None) -> ClassPytree:
-    layout = _layout(cls.__qualname__, record.table)
+    layout = _layout(cls, record.table)
     check = _batch_check_lines(record.batch, layout, record.nested)
     lines = [
         f"# stabledist._src.pytree: generated for {cls.__module__}.{cls.__qualname__}",
@@ -144,7 +162,7 @@ def _batch_check_lines(rule: BatchRule | None, layout: _Layout, nested: tuple[st
     shapes back."""
     if rule is None:
         return []
-    restore = ([f"    restore_children(state, {nested!r})"]
+    restore = ([f"    restore_children(d.__dict__, {nested!r})"]
                if rule.restores_children and nested else [])
     if rule.keep:
         return restore
@@ -188,25 +206,25 @@ def _flatten_lines(layout: _Layout) -> list[str]:
 
 def _unflatten_lines(layout: _Layout, check: list[str]) -> list[str]:
     """``unflatten(statics, children)``: the instance, without running its constructor (JAX may
-    put anything in a leaf: tracers, dtypes, in_axes specs), then the batch check."""
+    put anything in a leaf: tracers, dtypes, in_axes specs), its fields set one by one
+    (`_setting`), then the batch check."""
     leaves = [f"_{i}" for i in range(len(layout.data))]
     statics = [f"_a{i}" for i in range(len(layout.required_aux))]
     hybrid = [f"_h{j}" for j in range(len(layout.hybrid))]
     values = [f"(list({v}) if type({v}) is tuple else {v})" if n in layout.list_aux else v
               for n, v in zip(layout.required_aux, statics)]
-    state = [f"{n!r}: {v}" for n, v in zip((*layout.data, *layout.required_aux, VALIDATE),
-                                            [*leaves, *values, "va"])]
+    sets = ["    " + _setting(layout, n, v) for n, v in zip(
+        (*layout.data, *layout.required_aux, VALIDATE), [*leaves, *values, "va"])]
     set_hybrid = [line for j, (_, name, _) in enumerate(layout.hybrid) for line in (
-        f"    if _h{j} is not None:",
-        f"        state[{name!r}] = _h{j}.value if type(_h{j}) is StaticValue else _h{j}")]
+        f"    if _h{j} is not None:", "        " + _setting(
+            layout, name, f"_h{j}.value if type(_h{j}) is StaticValue else _h{j}"))]
     return [
         "def unflatten(statics, children):", "    try:",
         f"        ({''.join(v + ', ' for v in leaves)}) = children",
         f"        ({''.join(v + ', ' for v in (*statics, 'va', *hybrid))}absent) = statics",
         "    except (TypeError, ValueError):", "        invalid(statics, children)",
-        f"    state = {{{', '.join(state)}}}", *set_hybrid,
-        "    if absent:", "        drop_absent(state, absent, statics)",
-        "    d = new(cls)", "    osa(d, '__dict__', state)  # a new instance: no bookkeeping",
+        "    d = new(cls)", *sets, *set_hybrid,
+        "    if absent:", "        drop_absent(d.__dict__, absent, statics)",
         *check, "    return d"]
 
 
