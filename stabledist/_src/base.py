@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
+from numpyro.distributions.distribution import COERCIONS, DistributionMeta, MaskedDistribution
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
-from numpyro.distributions.distribution import DistributionMeta, MaskedDistribution
 from numpyro.util import is_prng_key
 
 from stabledist._src import jax_private, pickling
@@ -42,12 +42,22 @@ __all__ = ["Distribution", "StableMeta", "is_stable"]
 
 class StableMeta(DistributionMeta):
     """Constructors get their arguments settled (`stabledist._src.batching`) and the new
-    instance finished (`stabledist._src.mirrors`)."""
+    instance finished (`stabledist._src.mirrors`); while its ``__init__`` runs, the cache knows
+    the instance is under construction (what its constructor gives a lazy property stays when
+    the constructor then assigns its fields; after construction an assignment drops it)."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - a metaclass
         args, kwargs = settled_arguments(args, kwargs)
-        instance = super().__call__(*args, **kwargs)
-        if is_stable_class(type(instance)):  # (numpyro's coercions may build another class)
+        for coerce in COERCIONS:  # numpyro's DistributionMeta.__call__, then type.__call__
+            result = coerce(cls, args, kwargs)
+            if result is not None:
+                return result
+        instance = cast(Any, cls).__new__(cls, *args, **kwargs)
+        if not isinstance(instance, cls):
+            return instance
+        with CACHE.constructing(instance):
+            instance.__init__(*args, **kwargs)
+        if is_stable_class(type(instance)):
             # what is derived now, the constructor's own tree maps derived: numpyro's shape
             stabilize_children(instance, restored)
             finish_construction(instance)

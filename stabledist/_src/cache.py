@@ -28,9 +28,10 @@ and releases. Whether a value may be stored (it holds no tracer) is decided by i
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from stabledist._src.children import descendants
@@ -86,6 +87,7 @@ class LazyValueCache:
         self.lock = threading.Lock()
         self._release_callback = self._release  # one bound method, not one per owner
         self._orphans: list[_Owner] = []  # dead holders whose records wait for the lock
+        self._constructing: set[int] = set()  # keys of instances whose __init__ runs
         self.store: Callable[[object, str, dict[int, Any], Any], Any] = self._storing()
         """``store(instance, name, table, value)``: store ``value`` as ``instance``'s value of
         ``name`` unless one is stored already; return the one kept (every reader gets the
@@ -104,6 +106,7 @@ class LazyValueCache:
         owners, owners_get, singletons = self._owners, self._owners.get, self._singletons
         acquire, release = self.lock.acquire, self.lock.release
         callback, new_owner = self._release_callback, self._new_owner
+        constructing = self._constructing
         record_held = self._record_held
 
         def store(instance: object, name: str, table: dict[int, Any], value: Any) -> Any:
@@ -120,7 +123,7 @@ class LazyValueCache:
                     except TypeError:
                         owner = new_owner(instance, key)  # raises the clear error
                     owner.key, owner.names, owner.given = key, singletons[name], _NOTHING
-                    owner.constructed, owner.held = False, None
+                    owner.constructed, owner.held = key not in constructing, None
                     owners[key] = owner
                 elif name not in owner.names:
                     owner.names = owner.names | singletons[name]
@@ -165,6 +168,18 @@ class LazyValueCache:
             return {}
         key, tables = id(instance), self._tables
         return {name: tables[name][key] for name in owner.names if key in tables[name]}
+
+    @contextlib.contextmanager
+    def constructing(self, instance: object) -> Iterator[None]:
+        """``instance``'s constructor runs in this block: an owner made meanwhile is one of an
+        instance under construction (its given values stay through its constructor's own
+        assignments); an owner made at any other time is one of a constructed instance."""
+        key = id(instance)
+        self._constructing.add(key)
+        try:
+            yield
+        finally:
+            self._constructing.discard(key)
 
     def constructed(self, instance: object) -> None:
         """The construction of ``instance`` has ended: from now on an assignment to one of
@@ -230,7 +245,7 @@ class LazyValueCache:
                 "cached externally"
             ) from None
         owner.key, owner.names, owner.given = key, _NOTHING, _NOTHING
-        owner.constructed, owner.held = False, None
+        owner.constructed, owner.held = key not in self._constructing, None
         self._owners[key] = owner
         return owner
 
