@@ -58,7 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--publish", action="store_true",
                         help="after the run, rewrite the results in docs/benchmarks.md and "
                         "docs/img/ (states the commit measured; refuses uncommitted changes "
-                        "under stabledist/ or benchmarks/ unless --allow-dirty)")
+                        "under stabledist/ or benchmarks/ unless --allow-dirty, and a run "
+                        "during which the commit changed); `make release-check` then says "
+                        "whether the page measured the code as it is")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="with --publish: publish even with uncommitted code changes")
     parser.add_argument("--host-devices", type=int, default=os.cpu_count() or 1, metavar="N",
@@ -130,7 +132,14 @@ def main(argv: list[str] | None = None) -> int:
                                     *(sys.argv[1:] if argv is None else argv)]),
                           strict=ns.strict, deadline_s=ns.deadline * 60 or None)
     if ns.publish and payload:
+        from benchmarks.environment import git_commit
         from benchmarks.publish import publish
+
+        measured, now = payload["environment"].get("git_commit"), git_commit()
+        if measured != now:  # a commit during the run: the numbers are of neither
+            print(f"--publish: the commit changed during the run ({measured} -> {now}); "
+                  "nothing published", file=sys.stderr)
+            return 2
 
         doc = publish(payload, Path(ns.out), payload.get("plots", []))
         print(f"published the results into {doc} and docs/img/ (commit "

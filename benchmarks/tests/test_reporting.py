@@ -1,13 +1,11 @@
-"""The published benchmark results (docs/benchmarks.md) were measured on the current code.
+"""The benchmark's own machinery: the registry (every benchmark one complete record, named
+nowhere else), the verdict table, the plots, the page, interval verdicts, the runner, and the
+release check of the published numbers (benchmarks/release.py).
 
-`python -m benchmarks --publish` writes the commit it measured into the page. This test fails
-when ``stabledist/`` or ``benchmarks/`` changed after that commit, i.e. when the page shows
-numbers of code that no longer exists. Fix: commit, run ``make bench ARGS="--publish"`` and
-commit docs/benchmarks.md and docs/img/.
-
-It also checks the benchmark registry (benchmarks/registry.py): every benchmark is one complete
-record there, and the runner and the report name none. Runtime: well under a second (two git
-calls, reading a few source files).
+These tests run in ``make test-bench`` (CI's benchmark step), not in ``make test``: a change to
+``stabledist/`` passes ``make test`` without a benchmark run, and whether the published numbers
+still describe the code is a release check (``make release-check``), not a test. Runtime:
+seconds (the smoke run is in test_smoke.py).
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import math
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,61 +20,82 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the benchmarks package is not installed
 DOC = ROOT / "docs" / "benchmarks.md"
 
 if TYPE_CHECKING:
     from benchmarks.timing import BenchResult
-CODE = ("stabledist", "benchmarks")
-FIX = 'regenerate them: commit, then `make bench ARGS="--publish"`, then commit docs/'
-
-
-def _git(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
-                          check=False, timeout=60)
-
-
-def measured_commit(text: str) -> str | None:
-    m = re.search(r"<!-- measured-commit: ([0-9a-f]{40}) -->", text)
-    return m.group(1) if m else None
 
 
 def test_the_page_states_the_commit_it_measured() -> None:
+    from benchmarks.release import measured_commit
+
     commit = measured_commit(DOC.read_text())
-    assert commit is not None, f"docs/benchmarks.md states no measured commit; {FIX}"
+    assert commit is not None, "docs/benchmarks.md states no measured commit"
     assert f"Measured at commit `{commit}`" in DOC.read_text()
+    assert "make release-check" in DOC.read_text()  # where "how far since" is computed
 
 
-def neutral_commits(text: str) -> set[str]:
-    """Commits the page declares measurement-neutral (``<!-- measurement-neutral: <sha>
-    why -->``): they changed ``benchmarks/`` without changing what the published rows measure
-    (a new benchmark, the report, a refactor), so the published numbers still hold. Only
-    ``benchmarks/``: a change to ``stabledist/`` always needs new numbers. ``--publish``
-    removes these lines."""
-    return set(re.findall(r"<!-- measurement-neutral: ([0-9a-f]{40})\b", text))
+def test_release_check_says_how_far_the_code_moved_and_never_fails_make_test() -> None:
+    """Computed on this repository: a report, whatever it says (a stale page fails `make
+    release-check`, not this test)."""
+    from benchmarks.release import moved_since, report
+
+    moved = moved_since(DOC.read_text())
+    assert moved.commit is not None
+    assert all(len(sha) == 40 for sha in moved.since)
+    assert moved.commit[:12] in report(moved)
 
 
-def test_published_results_are_not_older_than_the_code() -> None:
-    text = DOC.read_text()
-    commit = measured_commit(text)
-    assert commit is not None, f"docs/benchmarks.md states no measured commit; {FIX}"
-    known = _git("cat-file", "-e", f"{commit}^{{commit}}")
-    assert known.returncode == 0, (
-        f"the measured commit {commit} is not in this repository (a shallow clone?); {FIX}")
-    since = _git("rev-list", f"{commit}..HEAD", "--", *CODE).stdout.split()
-    neutral = neutral_commits(text)
-    for sha in set(since) & neutral:
-        core = _git("diff", "--stat", f"{sha}^", sha, "--", "stabledist").stdout
-        assert not core, f"{sha[:12]} is declared measurement-neutral but changes stabledist/"
-    stale = [sha for sha in since if sha not in neutral]
-    changed = _git("diff", "--stat", commit, "HEAD", "--", *CODE).stdout
-    assert not stale, (
-        f"docs/benchmarks.md shows results of {commit[:12]}, but {'/ and '.join(CODE)}/ "
-        f"changed since (commits {', '.join(s[:12] for s in stale)}):\n{changed}\n{FIX}")
+def _repo(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A scratch repository: a measured commit, then one commit touching benchmarks/ only
+    and one touching stabledist/; their shas, oldest first."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    shas = []
+    for path in ("stabledist/a.py", "benchmarks/b.py", "stabledist/a.py"):
+        (tmp_path / path).parent.mkdir(exist_ok=True)
+        with (tmp_path / path).open("a") as f:
+            f.write("x = 1\n")
+        git("add", "-A")
+        git("commit", "-qm", path)
+        shas.append(git("rev-parse", "HEAD"))
+    return tmp_path, shas
+
+
+def test_release_check_refuses_a_page_older_than_the_code(tmp_path: Path) -> None:
+    from benchmarks.release import moved_since, report
+
+    root, (measured, bench, core) = _repo(tmp_path)
+    page = f"<!-- measured-commit: {measured} -->\n"
+    moved = moved_since(page, root)
+    assert moved.since == [core, bench] and moved.problems
+    assert "2 commit(s) changed" in report(moved) and "refused" in report(moved)
+    # a commit that changes benchmarks/ only may be declared measurement-neutral...
+    neutral = page + f"<!-- measurement-neutral: {bench} the report only -->\n"
+    assert moved_since(neutral, root).neutral == [bench]
+    assert "1 commit(s) changed" in report(moved_since(neutral, root))
+    # ...never one that changes stabledist/
+    wrong = page + f"<!-- measurement-neutral: {core} -->\n"
+    assert any("changes stabledist/" in p for p in moved_since(wrong, root).problems)
+    fresh = moved_since(f"<!-- measured-commit: {core} -->\n", root)
+    assert fresh.since == [] and not fresh.problems
+    assert "has not moved" in report(fresh)
+    assert moved_since("no commit", root).problems
+    (root / "stabledist" / "a.py").write_text("changed\n")
+    assert any("uncommitted" in p for p in moved_since(
+        f"<!-- measured-commit: {core} -->\n", root).problems)
 
 
 def test_measured_commit_parser_rejects_a_page_without_one() -> None:
+    from benchmarks.release import measured_commit, neutral_commits
+
     assert measured_commit("Measured at commit `abc`") is None
     sha = "0123456789abcdef0123456789abcdef01234567"
     assert measured_commit(f"<!-- measured-commit: {sha} -->") == sha

@@ -1,10 +1,10 @@
 """The benchmark suite runs end to end at tiny sizes, so it cannot rot.
 
-``python -m benchmarks --smoke --strict`` (CI's smoke step, ``make bench ARGS="--smoke
---strict"``) runs every benchmark in a subprocess (the suite sets ``JAX_PLATFORMS``/``XLA_FLAGS``
+``python -m benchmarks --smoke --strict`` (what CI's smoke step ran; now this module, in ``make
+test-bench``) runs every benchmark in a subprocess (the suite sets ``JAX_PLATFORMS``/``XLA_FLAGS``
 before importing jax, which this test process already did), must exit 0 (the smoke profile
-judges no timing, so only an error, a retrace or growing memory fails it) and must write the
-JSON, the Markdown report and the plots.
+judges no timing, so only an error, a retrace or growing memory fails it) and
+must write the JSON, the Markdown report and the plots.
 """
 
 from __future__ import annotations
@@ -18,14 +18,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import BENCHMARKS, PROFILES  # noqa: E402 - after the path is set
-
-# one worker runs the suite once (make's grouping: a module's tests run together, see
-# tests/conftest.py); fresh processes: `make test-integration` (CI)
-pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
