@@ -622,3 +622,42 @@ ENTRY %main (Arg_0: f32[4], x: f32[4]) -> f32[4] {
     assert program_ops(hlo) == {"transcendental": 2, "linear algebra": 0, "parameters": 2}
     assert {m.flag for m in MODES.values()} == {"0", "1"}
     assert len({m.label for m in MODES.values()}) == len(MODES)
+
+
+# --------------------------------------------------------------------------------------------
+# the eager rows: regression guards against the published floor (issue 45)
+# --------------------------------------------------------------------------------------------
+
+
+def _lazy_result(ratio: float) -> BenchResult:
+    """A lazy result whose every case runs at numpyro/stabledist ``ratio``, with a little
+    scatter over four repetitions."""
+    from benchmarks.timing import BenchResult, Case
+
+    res = BenchResult("lazy", "t", "ns/read", {"numpyro": "", "stabledist": ""}, "")
+    base = [100.0, 102.0, 98.0, 101.0]
+    noise = [1.0, 1.01, 0.99, 1.005]
+    for kind, name in (("first", "first"), ("miss", "miss:A.b"), ("miss", "miss:C.d"),
+                       ("hit", "hit:A.b")):
+        samples = {"numpyro": base, "stabledist": [b / ratio * e for b, e in zip(base, noise)],
+                   "nocache": base, "plain": [b / 3 for b in base]}
+        res.cases.append(Case(name, {"kind": kind}, samples))
+    return res
+
+
+def test_eager_rows_are_guards_failing_only_below_the_published_floor() -> None:
+    from benchmarks.registry import BENCHMARKS, FLOORS
+
+    targets = {t.key: t for t in BENCHMARKS["lazy"].targets}
+    assert set(targets) == set(FLOORS) == {"first_read", "miss", "hit"}
+    for key, target in targets.items():
+        assert target.criterion.startswith("regression guard") and str(FLOORS[key].ratio) in \
+            target.criterion
+        at_floor = target.check(_lazy_result(FLOORS[key].ratio))
+        assert at_floor is not None and at_floor.passed is True, (key, at_floor)
+        assert "published at" in at_floor.detail
+        below = target.check(_lazy_result(FLOORS[key].ratio * 0.9))
+        assert below is not None and below.passed is False, (key, below)
+        assert "[" in below.value  # the run's interval
+    rows = BENCHMARKS["lazy"].rows(_lazy_result(0.5))
+    assert all("guard" in r["note"] for r in rows if not r["case"].startswith("miss, worst"))
