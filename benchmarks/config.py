@@ -58,6 +58,17 @@ class Profile:
     churn_cycles: int
     churn_points: int
     churn_light: bool  # only the cheap part of the cycle (smoke: fewer cold compiles)
+    # scale (benchmarks/bench_scale.py): many sample sites in one trace, large pytrees of
+    # distributions, many live instances
+    scale_sites: tuple[int, ...]  # trace time of the unrolled many-site model
+    scale_compile_sites: tuple[int, ...]  # its trace + lower + compile and per call (small)
+    scale_plate: tuple[int, ...]  # the same model written with a plate: sites per plate
+    scale_tree: tuple[int, ...]  # distributions in one pytree: flatten, unflatten, tree_map
+    scale_reps: int  # repetitions per variant of each of those
+    scale_memory: int  # live instances for memory per instance (fresh process)
+    scale_cycles: tuple[int, ...]  # instances per create/drop cycle (gc counts, fresh process)
+    scale_shapes: int  # distinct shapes traced for the hoisting tables
+    scale_classes: int | None  # catalog examples whose lazy values are read (None: all)
     # timing targets (speed-ups, "no row slower"): judged, or shown as N/A (smoke: 3 tiny
     # repetitions resolve nothing; its strict run judges only errors, retraces and memory)
     judge_timing: bool
@@ -110,6 +121,15 @@ DEFAULT = Profile(
     churn_cycles=100_000,
     churn_points=100,
     churn_light=False,
+    scale_sites=(30, 100, 300),
+    scale_compile_sites=(10, 30),
+    scale_plate=(1_000, 100_000),
+    scale_tree=(100, 1_000, 10_000),
+    scale_reps=5,
+    scale_memory=10_000,
+    scale_cycles=(1_000, 10_000),
+    scale_shapes=40,
+    scale_classes=12,
     judge_timing=True,
 )
 
@@ -146,6 +166,15 @@ PROFILES: dict[str, Profile] = {
         churn_cycles=200,
         churn_points=5,
         churn_light=True,
+        scale_sites=(3, 9),
+        scale_compile_sites=(3,),
+        scale_plate=(30,),
+        scale_tree=(30, 90),
+        scale_reps=2,
+        scale_memory=300,
+        scale_cycles=(100,),
+        scale_shapes=4,
+        scale_classes=2,
         judge_timing=False,
     ),
     "quick": replace(
@@ -174,6 +203,15 @@ PROFILES: dict[str, Profile] = {
         e2e_models=("regression", "angles", "gp_predict"),
         churn_cycles=5_000,
         churn_points=20,
+        scale_sites=(10, 30, 100),
+        scale_compile_sites=(10,),
+        scale_plate=(1_000, 30_000),
+        scale_tree=(100, 1_000, 3_000),
+        scale_reps=3,
+        scale_memory=3_000,
+        scale_cycles=(1_000,),
+        scale_shapes=16,
+        scale_classes=6,
     ),
     "default": DEFAULT,
     "full": replace(
@@ -201,6 +239,15 @@ PROFILES: dict[str, Profile] = {
         pcache_reps=4,
         churn_cycles=300_000,
         churn_points=150,
+        scale_sites=(100, 1_000, 10_000),
+        scale_compile_sites=(10, 30, 100),
+        scale_plate=(1_000, 100_000, 1_000_000),
+        scale_tree=(100, 1_000, 10_000, 100_000),
+        scale_reps=5,
+        scale_memory=100_000,
+        scale_cycles=(1_000, 10_000, 100_000),
+        scale_shapes=200,
+        scale_classes=None,
     ),
 }
 

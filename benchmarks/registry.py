@@ -31,6 +31,16 @@ from benchmarks.rows import (
     make_row,
     single,
 )
+from benchmarks.scale_report import (
+    flatten_target,
+    gc_target,
+    growth_target,
+    memory_target,
+    release_target,
+    scale_plot,
+    scale_rows,
+    tables_target,
+)
 from benchmarks.timing import BenchResult, Case, geomean, paired_ratio_interval, summarize
 
 if TYPE_CHECKING:
@@ -62,8 +72,8 @@ class Target:
     check: Callable[[BenchResult], Verdict | None]
     """``None``: the run has nothing to judge (no line at all)."""
     timing: bool = True
-    """A verdict on measured times: N/A in a profile that does not judge timing (smoke),
-    whose tiny repetitions resolve nothing."""
+    """A verdict on measured times (or memory per instance): N/A in a profile that does not
+    judge timing (smoke), whose tiny sizes and repetitions resolve nothing."""
 
 
 @dataclass(frozen=True)
@@ -1009,6 +1019,35 @@ REGISTRY: tuple[Benchmark, ...] = (
                         check=_on_case("rss growth", _rss_target), timing=False),),
         plots=(Plot("bench-rss.png", "Memory and cache entries over the churn run",
                     _memory_plot),),
+    ),
+    Benchmark(
+        name="scale",
+        heading="many sites, large pytrees, many instances",
+        summary="costs as the work grows: a jitted log density of a model with N sample sites "
+        "(and with a plate), pytrees of N distributions, memory per live instance, "
+        "generation-2 collections, the cache's and hoisting's tables",
+        run=Deferred("bench_scale", "bench_scale"),
+        steps=Deferred("bench_scale", "steps"),
+        seconds=_planned(smoke=20, quick=60, default=75, full=900, accelerator=75),
+        rows=scale_rows,
+        targets=(
+            Target("scale_growth", "at every N stabledist's trace and compile no slower than "
+                   "numpyro's (95% interval) and their growth with N no steeper (fitted "
+                   "log-log slope)", rank=12, check=growth_target),
+            Target("scale_flatten", "flatten+unflatten of a pytree of N distributions at "
+                   "least 5x faster than numpyro at every N", rank=13, check=flatten_target),
+            Target("scale_memory", "memory per live instance with two lazy values read at "
+                   "most 1.1x numpyro's (tracemalloc and RSS)", rank=14, check=memory_target),
+            Target("scale_release", "nothing kept after the instances are dropped", rank=15,
+                   check=release_target),
+            Target("scale_gc", "no more generation-2 collections than numpyro's in create/drop "
+                   "cycles and round trips", rank=16, check=gc_target, timing=False),
+            Target("scale_tables", "the cache's and hoisting's tables do not grow without "
+                   "bound (many instances, shapes, classes)", rank=17, check=tables_target,
+                   timing=False),
+        ),
+        plots=(Plot("bench-scale.png", "Time against size: a model with N sample sites, a "
+                    "pytree of N distributions (log-log)", scale_plot),),
     ),
 )
 

@@ -230,7 +230,7 @@ def test_smoke_profile_judges_no_timing_target() -> None:
     assert not PROFILES["smoke"].judge_timing
     assert all(p.judge_timing for n, p in PROFILES.items() if n != "smoke")
     untimed = {t.key for b in REGISTRY for t in b.targets if not t.timing}
-    assert untimed == {"rss", "retrace", "pcache"}
+    assert untimed == {"rss", "retrace", "pcache", "scale_gc", "scale_tables"}
 
 
 def _flatten_result(classes: int) -> BenchResult:

@@ -3,7 +3,7 @@
 ``python -m benchmarks --smoke --strict`` (what CI's smoke step ran; now this module, in ``make
 test-bench``) runs every benchmark in a subprocess (the suite sets ``JAX_PLATFORMS``/``XLA_FLAGS``
 before importing jax, which this test process already did), must exit 0 (the smoke profile
-judges no timing, so only an error, a retrace or growing memory fails it) and
+judges no timing, so only an error, a retrace, growing memory or growing tables fails it) and
 must write the JSON, the Markdown report and the plots.
 """
 
@@ -162,7 +162,8 @@ def test_prints_verdict_table_whole_target_lines_and_progress(
     assert "Verdict: " in joined and "Exit status 0" in joined
     # smoke judges no timing: timing targets N/A, the others pass under --strict
     assert all(t["passed"] is not False for t in data["targets"]), data["targets"]
-    assert {t["target"] for t in data["targets"] if t["passed"] is True} >= {"rss", "retrace"}
+    assert {t["target"] for t in data["targets"] if t["passed"] is True} >= {
+        "rss", "retrace", "scale_gc", "scale_tables"}
     # progress lines on stderr: overall "k of n" and a time estimate
     steps = [line for line in lines if re.search(r"\] \d+ of \d+, ~\d+ (s|min) left", line)]
     assert len(steps) >= 8, lines[:20]
