@@ -17,9 +17,11 @@ import gc
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -99,6 +101,13 @@ def gc_timer(op: Callable[[], Any], watch: GcWatch, label: str) -> Timed:
     return run
 
 
+def _loops(fn: Timed, rep_ms: float) -> int:
+    """`calibrate`'s loop count, without its trials when one call (the warm-up) already
+    lasts a repetition: a round trip of 100,000 distributions takes seconds."""
+    first = fn(1)
+    return 1 if first >= rep_ms * 1e6 else calibrate(fn, rep_ms * 1e6, max_number=1000)
+
+
 def measure_gc(ops: dict[str, Callable[[], Any]], reps: int, rep_ms: float
                ) -> tuple[dict[str, list[float]], dict[str, dict[str, float]]]:
     """Per-call ns of each variant over ``reps`` interleaved repetitions (calibrated, GC on),
@@ -106,7 +115,7 @@ def measure_gc(ops: dict[str, Callable[[], Any]], reps: int, rep_ms: float
     watch = GcWatch()
     with watch.active():
         fns = {v: gc_timer(op, watch, v) for v, op in ops.items()}
-        loops = {v: calibrate(fn, rep_ms * 1e6, max_number=1000) for v, fn in fns.items()}
+        loops = {v: _loops(fn, rep_ms) for v, fn in fns.items()}
         watch.records.clear()
         samples = interleave(fns, loops, reps)
     return samples, {v: watch.summary(v) for v in ops}
@@ -181,10 +190,12 @@ def _stage(maker: Callable[[Any, int], Callable[[], None]], m: Any, n: int,
 
 
 def _staging_case(name: str, maker: Callable[[Any, int], Callable[[], None]], n: int,
-                  values: dict[str, jax.Array], reps: int, compile_too: bool
-                  ) -> tuple[list[Case], dict[str, Any]]:
+                  values: dict[str, jax.Array], reps: int, compile_too: bool,
+                  warm: bool) -> tuple[list[Case], dict[str, Any]]:
     """``reps`` interleaved traces (and compiles) per variant, GC on, each a new function;
-    one untimed first per variant. The cases: trace (and trace + compile)."""
+    ``warm``: one untimed trace per variant first (eager kernels, hoisting's decisions:
+    what a second model finds; per class and shape, so once per model kind is enough).
+    The cases: trace (and trace + compile)."""
     records: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
     compiled: dict[str, Any] = {}
     watch = GcWatch()
@@ -199,7 +210,7 @@ def _staging_case(name: str, maker: Callable[[Any, int], Callable[[], None]], n:
             return int(rec["total" if compile_too else "trace"] * 1e9)
         return run
 
-    for v in VARIANTS:  # eager kernels, hoisting decisions: what a second model finds
+    for v in VARIANTS if warm else ():
         _stage(maker, MODULES[v], n, values, False)
     with watch.active():
         interleave({v: timed(v) for v in VARIANTS}, dict.fromkeys(VARIANTS, 1), reps)
@@ -226,15 +237,25 @@ def _per_call_case(name: str, n: int, compiled: dict[str, Any],
                 samples, loops)
 
 
+LONG_SITES = 1000
+"""From this many sites on, a trace takes seconds: three repetitions per variant (an
+interval, if a wide one), whatever the profile's count."""
+
+
+def _reps(profile: Profile, n: int) -> int:
+    return min(profile.scale_reps, 3) if n >= LONG_SITES else profile.scale_reps
+
+
 def sites_cases(result: BenchResult, profile: Profile) -> None:
     """The unrolled model: trace at every size, compile and per call at the small ones."""
-    for n in sorted({*profile.scale_sites, *profile.scale_compile_sites}):
+    sizes = sorted({*profile.scale_sites, *profile.scale_compile_sites})
+    for n in sizes:
         compile_too = n in profile.scale_compile_sites
         step(f"scale: a model with {n} sample sites, trace" + (" + compile" if compile_too
                                                                 else ""))
         values = site_values(n)
-        cases, compiled = _staging_case("sites", site_model, n, values, profile.scale_reps,
-                                        compile_too)
+        cases, compiled = _staging_case("sites", site_model, n, values, _reps(profile, n),
+                                        compile_too, warm=n == sizes[0])
         result.cases += cases
         if compile_too:
             result.cases.append(_per_call_case("sites", n, compiled, values, profile))
@@ -246,7 +267,7 @@ def plate_cases(result: BenchResult, profile: Profile) -> None:
         step(f"scale: the same model with a plate, {n} sites")
         values = plate_values(n)
         cases, compiled = _staging_case("plate", plate_model, n, values, profile.scale_reps,
-                                        True)
+                                        True, warm=n == profile.scale_plate[0])
         result.cases += cases
         result.cases.append(_per_call_case("plate", n, compiled, values, profile))
 
@@ -324,21 +345,36 @@ def tree_cases(result: BenchResult, profile: Profile) -> None:
 
 def child_cases(result: BenchResult, profile: Profile) -> None:
     """`benchmarks.bench_scale_child` in a fresh process per library, both at once (they
-    measure memory and counts, not time)."""
-    step("scale: memory per instance, collections and tables (a fresh process per library)")
-    args = {"memory": profile.scale_memory, "cycles": list(profile.scale_cycles),
-            "shapes": profile.scale_shapes, "classes": profile.scale_classes}
-    procs = {v: subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.bench_scale_child", "--module", v,
-         "--args", json.dumps(args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=subprocess_env()) for v in VARIANTS}
-    runs = {}
-    for v, proc in procs.items():
-        out, err = proc.communicate(timeout=3600)
-        if proc.returncode != 0:
-            raise RuntimeError(f"scale child ({v}) failed:\n{err[-3000:]}")
-        runs[v] = json.loads(out.strip().splitlines()[-1])
-        progress(f"scale: {v} child done in {runs[v]['seconds']:.0f} s")
+    measure memory and counts, not time); a progress step as stabledist's child ends each of
+    its parts."""
+    from benchmarks.bench_scale_child import PART, PARTS
+
+    args = json.dumps({"memory": profile.scale_memory, "cycles": list(profile.scale_cycles),
+                       "shapes": profile.scale_shapes, "classes": profile.scale_classes})
+    labels = list(PARTS.values())
+    step(f"scale, a fresh process per library: {labels[0]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = {v: (Path(tmp) / f"{v}.out", Path(tmp) / f"{v}.err") for v in VARIANTS}
+        procs = {}
+        for v, (o, e) in out.items():
+            with o.open("w") as fo, e.open("w") as fe:
+                procs[v] = subprocess.Popen(
+                    [sys.executable, "-m", "benchmarks.bench_scale_child", "--module", v,
+                     "--args", args], stdout=fo, stderr=fe, text=True, env=subprocess_env())
+        done = 0
+        while any(p.poll() is None for p in procs.values()):
+            time.sleep(0.5)
+            parts = out["stabledist"][1].read_text().count(PART)
+            for label in labels[done + 1:parts + 1]:
+                step(f"scale, a fresh process per library: {label}")
+            done = max(done, parts)
+        runs = {}
+        for v, proc in procs.items():
+            if proc.returncode != 0:
+                raise RuntimeError(f"scale child ({v}) failed:\n"
+                                   f"{out[v][1].read_text()[-3000:]}")
+            runs[v] = json.loads(out[v][0].read_text().strip().splitlines()[-1])
+            progress(f"scale: {v} child done in {runs[v]['seconds']:.0f} s")
     result.extra["children"] = runs
     result.cases += child_result_cases(runs)
 
@@ -363,4 +399,4 @@ def bench_scale(profile: Profile) -> BenchResult:
 
 def steps(profile: Profile) -> int:
     return (len({*profile.scale_sites, *profile.scale_compile_sites})
-            + len(profile.scale_plate) + 2 * len(profile.scale_tree) + 1)
+            + len(profile.scale_plate) + 2 * len(profile.scale_tree) + 4)

@@ -14,6 +14,7 @@ import argparse
 import gc
 import json
 import os
+import sys
 import time
 import tracemalloc
 import warnings
@@ -22,6 +23,13 @@ from functools import partial
 from typing import Any
 
 from benchmarks.bench_memory import rss_mb
+
+PART = "scale-child part done:"
+"""The line each part ends with on stderr, read by the parent for its progress steps."""
+PARTS = {"fresh": "round trips right after the import", "cycles": "gen-2 collections in "
+         "round trips and create/drop cycles", "memory": "memory per live instance",
+         "tables": "the cache's and hoisting's tables"}
+"""The parts, in the order they run, and what each measures (the progress lines)."""
 
 ROUND_TRIPS = 8
 """Round trips per measure, as in issue 45's probe (1,000 distributions, eight in a row)."""
@@ -236,6 +244,7 @@ def run(module: str, args: dict[str, Any]) -> dict[str, Any]:
         t = time.perf_counter()
         value = work()
         seconds[name] = time.perf_counter() - t
+        print(f"{PART} {name}", file=sys.stderr, flush=True)  # the parent's progress
         return value
 
     out["fresh"], tree = part("fresh", lambda: fresh_round_trips(m))

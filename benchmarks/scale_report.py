@@ -176,16 +176,30 @@ def growth_target(res: BenchResult) -> Any:
                    + ("steeper: " + ", ".join(steep) + "; " if steep else "") + text)
 
 
+def _mean_ratio(case: Case) -> float:
+    """numpyro's mean time over stabledist's: every repetition counts, the ones a full
+    collection slowed too (the collector is part of the measure)."""
+    a, b = case.samples.get("numpyro") or [0.0], case.samples.get("stabledist") or [0.0]
+    return statistics.fmean(a) / statistics.fmean(b) if statistics.fmean(b) else 0.0
+
+
 def flatten_target(res: BenchResult) -> Any:
+    """At least `FLATTEN_BOUND` times numpyro's speed at every N, by the ratio of the mean
+    times (collections included; the median ratio in the detail)."""
     from benchmarks.registry import Verdict
 
-    ratios = [(c.ratio_median("numpyro", "stabledist") or 0.0, c.name)
-              for c in _kind(res, "tree_trip")]
+    ratios = [(_mean_ratio(c), c) for c in _kind(res, "tree_trip")]
     if not ratios:
         return None
-    worst = min(ratios)
-    return Verdict(f"worst {worst[1]} {worst[0]:.1f}x", worst[0] >= FLATTEN_BOUND,
-                   ", ".join(f"{n} {r:.1f}x" for r, n in ratios))
+    worst = min(ratios, key=lambda rc: rc[0])
+
+    def text(r: float, c: Case) -> str:
+        gen2 = c.extra.get("gc", {}).get("stabledist", {}).get("gen2", 0)
+        return (f"{c.name} {r:.1f}x (median {c.ratio_median('numpyro', 'stabledist'):.1f}x, "
+                f"stabledist's gen-2 collections {gen2})")
+
+    return Verdict(f"worst {worst[1].name} {worst[0]:.1f}x (mean times)",
+                   worst[0] >= FLATTEN_BOUND, ", ".join(text(r, c) for r, c in ratios))
 
 
 def memory_target(res: BenchResult) -> Any:
