@@ -66,7 +66,7 @@ def child_result_cases(runs: dict[str, dict[str, Any]]) -> list[Case]:
 
     mem = runs["stabledist"]["memory"]
     cases = [
-        Case(f"memory per instance, {mem['n']:,} live (tracemalloc)",
+        Case(f"memory per instance, {mem.get('traced_n', mem['n']):,} live (tracemalloc)",
              {"kind": "mem_traced", "unit": "bytes"}, each(("memory", "traced_per"))),
         Case(f"memory per instance, {mem['n']:,} live (RSS)",
              {"kind": "mem_rss", "unit": "bytes"}, each(("memory", "rss_per"))),

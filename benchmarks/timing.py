@@ -59,6 +59,7 @@ class Tracker:
         self.heartbeat = heartbeat
         self.deadline: float | None = None  # perf_counter time after which steps stop
         self.last_print = time.perf_counter()
+        self.history: list[tuple[float, float]] = []  # (run clock, estimate left) per line
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -119,12 +120,14 @@ class Tracker:
         left = 0.0
         for b, (n, secs) in self.plan.items():
             left += secs * max(n - self.done.get(b, 0), 0) / max(n, 1)
-        if self.label:  # the running step: what is left of its planned share
-            n, secs = self.plan.get(self.bench, (1, 0.0))
-            left += max(secs / max(n, 1) - (time.perf_counter() - self.step_t0), 0.0)
         speed = 1.0
         if self.finished_planned > 5:
             speed = min(5.0, max(0.3, self.finished_actual / self.finished_planned))
+        if self.label:  # the running step: what is left of its planned share, or, once it
+            # has run past it, a quarter of what it has run so far (it is not done yet)
+            n, secs = self.plan.get(self.bench, (1, 0.0))
+            running = time.perf_counter() - self.step_t0
+            left += max(secs / max(n, 1) - running / speed, running / 4 / speed)
         return left * speed
 
     def remaining(self, bench: str) -> float:
@@ -135,10 +138,15 @@ class Tracker:
         return self.plan.get(bench, (1, 0.0))[1] * speed
 
     def line(self, message: str) -> str:
+        """The progress line: steps done of all, the estimate of the time left (recorded
+        in `history`, so that the run can say how good its estimates were)."""
         k, n = self.counts()
+        if not n:
+            return message
         eta = self.eta()
-        when = f"~{eta / 60:.0f} min left" if eta >= 90 else f"~{eta:.0f} s left"
-        return f"{k} of {n}, {when} | {message}" if n else message
+        self.history.append((run_clock(), eta))
+        when = f"~{eta / 60:.1f} min left" if eta >= 90 else f"~{eta:.0f} s left"
+        return f"{k} of {n}, {when} | {message}"
 
     def _print(self, message: str) -> None:
         progress(self.line(message))
@@ -161,6 +169,21 @@ class Tracker:
 
 TRACKER = Tracker()
 """The run's progress tracker (the runner sets its plan; benchmarks call ``step``)."""
+
+
+def eta_error(history: Sequence[tuple[float, float]], end: float, after: float = 60.0,
+              floor: float = 30.0) -> dict[str, Any] | None:
+    """How far the progress lines' estimates of the time left were from the truth (``end``
+    minus their time): the worst relative error of the lines printed from ``after`` seconds
+    on while at least ``floor`` seconds were left (closer to the end a few seconds are a
+    large fraction). None when no line qualifies."""
+    found = [(abs(eta - (end - t)) / (end - t), t, eta) for t, eta in history
+             if t >= after and end - t >= floor]
+    if not found:
+        return None
+    worst = max(found)
+    return {"worst": worst[0], "at": worst[1], "estimate": worst[2], "truth": end - worst[1],
+            "lines": len(found)}
 
 
 def run_clock() -> float:

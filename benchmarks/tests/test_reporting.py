@@ -439,7 +439,8 @@ def test_gpu_runs_the_accelerator_profile_with_a_deadline_and_says_so() -> None:
     for field, value in ACCELERATOR_CHANGES.items():
         assert getattr(accelerator, field) == value != getattr(default, field), field
     note = accelerator_note(accelerator)
-    assert "10-minute" in note and "e2e_reps 4 -> 2" in note and "without gp" in note
+    assert "10-minute" in note and "e2e_reps 3 -> 2" in note and "with angles" in note
+    assert "NUTS and SVI" in note
     assert accelerator_note(default) == ""
     with pytest.raises(SystemExit):
         parse_args(["--deadline", "-1"])
@@ -661,3 +662,15 @@ def test_eager_rows_are_guards_failing_only_below_the_published_floor() -> None:
         assert "[" in below.value  # the run's interval
     rows = BENCHMARKS["lazy"].rows(_lazy_result(0.5))
     assert all("guard" in r["note"] for r in rows if not r["case"].startswith("miss, worst"))
+
+
+def test_eta_error_is_the_worst_estimate_after_the_first_minute() -> None:
+    """The run says how good its time-left estimates were: lines before 60 s and those
+    with under 30 s left do not count."""
+    from benchmarks.timing import eta_error
+
+    history = [(10.0, 500.0), (60.0, 130.0), (100.0, 100.0), (150.0, 40.0), (190.0, 50.0)]
+    err = eta_error(history, end=200.0)
+    assert err is not None and err["lines"] == 3
+    assert err["worst"] == pytest.approx(0.2) and err["at"] == 150.0  # 40 s for 50 s
+    assert eta_error([(10.0, 5.0)], end=200.0) is None

@@ -165,7 +165,8 @@ def test_prints_verdict_table_whole_target_lines_and_progress(
     assert {t["target"] for t in data["targets"] if t["passed"] is True} >= {
         "rss", "retrace", "scale_gc", "scale_tables"}
     # progress lines on stderr: overall "k of n" and a time estimate
-    steps = [line for line in lines if re.search(r"\] \d+ of \d+, ~\d+ (s|min) left", line)]
+    progress = re.compile(r"\] \d+ of \d+, ~\d+(\.\d)? (s|min) left")
+    steps = [line for line in lines if progress.search(line)]
     assert len(steps) >= 8, lines[:20]
 
 
