@@ -343,7 +343,8 @@ def tree_cases(result: BenchResult, profile: Profile) -> None:
                 trip, extra={"gc": {v: {k: gcs[f"{v}|flatten"][k] + gcs[f"{v}|unflatten"][k]
                                         for k in ("gen2", "gen2_ms", "collections")}
                                     for v in VARIANTS}}))
-            del trees, ops
+            del ops
+        del trees
 
 
 # --------------------------------------------------------------------------------------------
