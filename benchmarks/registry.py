@@ -882,7 +882,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         heading="eager lazy-property reads",
         summary="lazy property read, eager: first read (miss) and repeated read (hit)",
         run=Deferred("bench_micro", "bench_lazy"),
-        steps=lambda p: 2 + (p.lazy_limit or 85),
+        steps=Deferred("bench_micro", "lazy_steps"),
         seconds=_planned(smoke=3, quick=25, default=45, full=200, accelerator=45),
         rows=_lazy_rows,
         targets=(
@@ -966,7 +966,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         heading="trace + compile of a model",
         summary="trace + compile time of a model that reads lazy properties repeatedly",
         run=Deferred("bench_compiled", "bench_compile"),
-        steps=lambda p: 2 + 3 * p.cold_reps,
+        steps=Deferred("bench_compiled", "compile_steps"),
         seconds=_planned(smoke=3, quick=15, default=35, full=150, accelerator=30),
         rows=_compile_rows,
     ),

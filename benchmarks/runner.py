@@ -9,6 +9,7 @@ step once the deadline has passed, keeping the cases that benchmark had finished
 
 from __future__ import annotations
 
+import resource
 import signal
 import sys
 import time
@@ -193,6 +194,7 @@ def _finish(payload: dict[str, Any], results: Sequence[BenchResult], plots: Sequ
     print("\n".join(report.compact_lines(payload)))
     print()
     print("\n".join(report.verdict_lines(payload, status, strict, errors)))
+    payload["cpu_seconds"] = cpu_seconds()
     err = payload["eta_error"]
     if err:
         print(f"The time-left estimates from the first minute on were within "
@@ -200,8 +202,17 @@ def _finish(payload: dict[str, Any], results: Sequence[BenchResult], plots: Sequ
               f"~{err['estimate']:.0f} s left, {err['truth']:.0f} s in fact).")
     report.write_json(out / "results.json", payload)
     print(f"details: {out / 'report.md'} (results.json, {len(plots)} plots; "
-          f"{payload['seconds']:.0f} s)")
+          f"{payload['seconds']:.0f} s wall, {payload['cpu_seconds']:.0f} s of CPU)")
     return status
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and the children it waited for (user + system): on a busy
+    machine the wall time says how loaded it was, this what the run itself cost (on an idle
+    2-core machine the wall time is about this, less what ran in parallel)."""
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF,
+                                                    resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _payload(profile: Profile, command: str, env: dict[str, Any],

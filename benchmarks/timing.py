@@ -52,6 +52,7 @@ class Tracker:
         self.done: dict[str, int] = {}
         self.bench = ""
         self.label = ""
+        self.weight = 1  # of the running step
         self.step_t0 = _T0
         self.bench_t0 = _T0
         self.finished_planned = 0.0  # planned seconds of finished steps
@@ -82,16 +83,19 @@ class Tracker:
         self.plan[bench] = (max(steps, 1), secs)
         self.done.setdefault(bench, 0)
 
-    def step(self, label: str) -> None:
+    def step(self, label: str, weight: int = 1) -> None:
         """Begin the next step of the current benchmark and print the progress line; past
-        the deadline, raise `Stopped` instead (the step is not begun)."""
+        the deadline, raise `Stopped` instead (the step is not begun). ``weight``: how many
+        of the benchmark's planned steps it counts for (a step known to be long: the
+        benchmark's ``steps`` counts it so)."""
         if self.deadline is not None and time.perf_counter() > self.deadline:
             raise Stopped(f"deadline passed before step: {label}")
         with self._lock:
             self._close_step()
             self.label = label
+            self.weight = weight
             self.step_t0 = time.perf_counter()
-            self.done[self.bench] = self.done.get(self.bench, 0) + 1
+            self.done[self.bench] = self.done.get(self.bench, 0) + weight
         self._print(label)
 
     def end(self) -> None:
@@ -105,7 +109,7 @@ class Tracker:
     def _close_step(self) -> None:
         if self.label:
             n, secs = self.plan.get(self.bench, (1, 0.0))
-            self.finished_planned += secs / max(n, 1)
+            self.finished_planned += secs * self.weight / max(n, 1)
             self.finished_actual += time.perf_counter() - self.step_t0
             self.label = ""
 
@@ -127,7 +131,8 @@ class Tracker:
             # has run past it, a quarter of what it has run so far (it is not done yet)
             n, secs = self.plan.get(self.bench, (1, 0.0))
             running = time.perf_counter() - self.step_t0
-            left += max(secs / max(n, 1) - running / speed, running / 4 / speed)
+            share = secs * self.weight / max(n, 1)
+            left += max(share - running / speed, running / 4 / speed)
         return left * speed
 
     def remaining(self, bench: str) -> float:
@@ -197,9 +202,10 @@ def progress(message: str) -> None:
     TRACKER.last_print = time.perf_counter()
 
 
-def step(message: str) -> None:
-    """Start the next step of the running benchmark: a "k of n, ETA" progress line."""
-    TRACKER.step(message)
+def step(message: str, weight: int = 1) -> None:
+    """Start the next step of the running benchmark: a "k of n, ETA" progress line;
+    ``weight``: as many planned steps as it counts for (`Tracker.step`)."""
+    TRACKER.step(message, weight)
 
 
 @contextmanager
