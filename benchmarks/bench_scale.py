@@ -352,6 +352,11 @@ def tree_cases(result: BenchResult, profile: Profile) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+CHILD_WEIGHT = 2
+"""Progress steps each part of the fresh processes counts for (measured: 7-15 s each,
+against 0.3-12 s for the steps before them)."""
+
+
 def child_cases(result: BenchResult, profile: Profile) -> None:
     """`benchmarks.bench_scale_child` in a fresh process per library, both at once (they
     measure memory and counts, not time); a progress step as stabledist's child ends each of
@@ -361,7 +366,7 @@ def child_cases(result: BenchResult, profile: Profile) -> None:
     args = json.dumps({"memory": profile.scale_memory, "cycles": list(profile.scale_cycles),
                        "shapes": profile.scale_shapes, "classes": profile.scale_classes})
     labels = list(PARTS.values())
-    step(f"scale, a fresh process per library: {labels[0]}")
+    step(f"scale, a fresh process per library: {labels[0]}", weight=CHILD_WEIGHT)
     with tempfile.TemporaryDirectory() as tmp:
         out = {v: (Path(tmp) / f"{v}.out", Path(tmp) / f"{v}.err") for v in VARIANTS}
         procs = {}
@@ -375,7 +380,7 @@ def child_cases(result: BenchResult, profile: Profile) -> None:
             time.sleep(0.5)
             parts = out["stabledist"][1].read_text().count(PART)
             for label in labels[done + 1:parts + 1]:
-                step(f"scale, a fresh process per library: {label}")
+                step(f"scale, a fresh process per library: {label}", weight=CHILD_WEIGHT)
             done = max(done, parts)
         runs = {}
         for v, proc in procs.items():
@@ -408,4 +413,4 @@ def bench_scale(profile: Profile) -> BenchResult:
 
 def steps(profile: Profile) -> int:
     return (len({*profile.scale_sites, *profile.scale_compile_sites})
-            + len(profile.scale_plate) + 2 * len(profile.scale_tree) + 4)
+            + len(profile.scale_plate) + 2 * len(profile.scale_tree) + 4 * CHILD_WEIGHT)

@@ -128,9 +128,9 @@ def _planned(smoke: float, quick: float, default: float, full: float,
              accelerator: float | None = None) -> Callable[[Profile], float]:
     """Planned seconds per profile (another profile name: the default's). ``accelerator``:
     the accelerator profile on one GPU, estimated from the H200 runs (the others: measured on
-    2 busy CPU cores, load average 3-6); the deadline of a run on an accelerator skips
-    benchmarks by these, and the progress lines' estimate of the time left starts from them
-    (then scaled by how fast the finished steps went)."""
+    2 busy CPU cores, load average 4, where the default profile took 306 s); the deadline
+    of a run on an accelerator skips benchmarks by these, and the progress lines' estimate
+    of the time left starts from them (then scaled by how fast the finished steps went)."""
     table = {"smoke": smoke, "quick": quick, "default": default, "full": full,
              "accelerator": default if accelerator is None else accelerator}
     return lambda p: table.get(p.name, default)
@@ -630,7 +630,7 @@ def _e2e_rows(res: BenchResult) -> list[Row]:
 
 def _e2e_seconds(profile: Profile) -> float:
     """Scaled by ``--e2e-reps`` against the profile's own repetitions."""
-    base = _planned(smoke=6, quick=25, default=38, full=1500, accelerator=150)(profile)
+    base = _planned(smoke=6, quick=25, default=57, full=1500, accelerator=150)(profile)
     if profile.name in PROFILES:
         base *= profile.e2e_reps / PROFILES[profile.name].e2e_reps
     return base
@@ -883,7 +883,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="lazy property read, eager: first read (miss) and repeated read (hit)",
         run=Deferred("bench_micro", "bench_lazy"),
         steps=Deferred("bench_micro", "lazy_steps"),
-        seconds=_planned(smoke=3, quick=25, default=45, full=200, accelerator=45),
+        seconds=_planned(smoke=3, quick=25, default=37, full=200, accelerator=45),
         rows=_lazy_rows,
         targets=(
             Target("first_read", "regression guard: a trivial first read not slower than "
@@ -903,7 +903,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="jax.tree_util flatten + unflatten of every distribution class",
         run=Deferred("bench_micro", "bench_flatten"),
         steps=lambda p: (p.flatten_limit or 100) + 4,
-        seconds=_planned(smoke=1, quick=3, default=5, full=60, accelerator=5),
+        seconds=_planned(smoke=1, quick=3, default=3, full=60, accelerator=5),
         rows=_flatten_rows,
         targets=(Target("flatten", "flatten+unflatten at least 5x faster than numpyro",
                         rank=1, check=_flatten_target),),
@@ -917,7 +917,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="jitted function taking a distribution vs the same function taking arrays",
         run=Deferred("bench_micro", "bench_dispatch"),
         steps=lambda p: len(p.dispatch_cases),
-        seconds=_planned(smoke=1, quick=8, default=8, full=20, accelerator=8),
+        seconds=_planned(smoke=1, quick=6, default=6, full=20, accelerator=8),
         rows=_dispatch_rows,
         targets=(Target("dispatch", "jitted dispatch with a distribution argument within "
                         "1.3x of raw arrays", rank=2, check=_dispatch_target),),
@@ -928,7 +928,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="concrete global distribution read inside a compiled function, per call",
         run=Deferred("bench_compiled", "bench_closure"),
         steps=lambda p: len(p.mvn_dims) + len(p.tn_batches) + len(p.sbvm_batches),
-        seconds=_planned(smoke=2, quick=25, default=27, full=500, accelerator=50),
+        seconds=_planned(smoke=2, quick=20, default=21, full=500, accelerator=50),
         rows=_closure_rows,
         targets=(Target("precision", "closed-over precision_matrix at dim 1024 at least 10x "
                         "faster per call", rank=4, check=_precision_target),),
@@ -954,7 +954,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "closed over with JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1 (one fresh process per mode)",
         run=Deferred("bench_constants", "bench_constants"),
         steps=Deferred("bench_constants", "steps"),
-        seconds=_planned(smoke=10, quick=30, default=36, full=200, accelerator=50),
+        seconds=_planned(smoke=10, quick=28, default=28, full=200, accelerator=50),
         rows=_constants_rows,
         details=_constants_details,
         plots=(Plot("bench-constants.png", "Large closed-over constants: first call and per "
@@ -967,7 +967,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="trace + compile time of a model that reads lazy properties repeatedly",
         run=Deferred("bench_compiled", "bench_compile"),
         steps=Deferred("bench_compiled", "compile_steps"),
-        seconds=_planned(smoke=3, quick=15, default=35, full=150, accelerator=30),
+        seconds=_planned(smoke=3, quick=12, default=22, full=150, accelerator=30),
         rows=_compile_rows,
     ),
     Benchmark(
@@ -997,7 +997,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "and retraces of a jitted function taking distributions",
         run=Deferred("bench_pcache", "bench_pcache"),
         steps=Deferred("bench_pcache", "steps"),
-        seconds=_planned(smoke=12, quick=17, default=17, full=90, accelerator=35),
+        seconds=_planned(smoke=12, quick=18, default=18, full=90, accelerator=35),
         rows=_pcache_rows,
         targets=(
             Target("pcache", "second process (other PYTHONHASHSEED) hits JAX's persistent "
@@ -1015,7 +1015,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="cache size and process RSS over create/read/drop cycles (subprocesses)",
         run=Deferred("bench_memory", "bench_memory"),
         steps=lambda p: 1,
-        seconds=_planned(smoke=6, quick=15, default=25, full=150, accelerator=25),
+        seconds=_planned(smoke=6, quick=17, default=17, full=150, accelerator=25),
         rows=_memory_rows,
         targets=(Target("rss", "RSS flat over the churn run (under 20 MB growth)", rank=5,
                         check=_on_case("rss growth", _rss_target), timing=False),),
@@ -1030,7 +1030,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "generation-2 collections, the cache's and hoisting's tables",
         run=Deferred("bench_scale", "bench_scale"),
         steps=Deferred("bench_scale", "steps"),
-        seconds=_planned(smoke=40, quick=45, default=110, full=1500, accelerator=110),
+        seconds=_planned(smoke=40, quick=50, default=89, full=1500, accelerator=110),
         rows=scale_rows,
         targets=(
             Target("scale_growth", "at every N stabledist's trace and compile no slower than "
