@@ -657,6 +657,8 @@ def test_eager_rows_are_guards_failing_only_below_the_published_floor() -> None:
         at_floor = target.check(_lazy_result(FLOORS[key].ratio))
         assert at_floor is not None and at_floor.passed is True, (key, at_floor)
         assert "published at" in at_floor.detail
+        within = target.check(_lazy_result(FLOORS[key].ratio * 0.96))  # the floor's 5%
+        assert within is not None and within.passed is True, (key, within)
         below = target.check(_lazy_result(FLOORS[key].ratio * 0.9))
         assert below is not None and below.passed is False, (key, below)
         assert "[" in below.value  # the run's interval
