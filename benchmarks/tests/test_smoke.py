@@ -70,6 +70,9 @@ def test_json_has_environment_and_every_benchmark(smoke_run: tuple[Path, str]) -
     assert isinstance(build["dtrace"], bool) and isinstance(build["shared"], bool)
     assert "JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS" in env["env"]
     assert data["profile"]["name"] == "smoke"
+    # every progress line's estimate of the time left, and the CPU time of the run
+    assert data["eta_history"] and all(left >= 0 for _, left in data["eta_history"])
+    assert data["cpu_seconds"] > 0
     assert set(data["benchmarks"]) == set(BENCHMARKS)
     for name, bench in data["benchmarks"].items():
         assert bench["error"] is None, f"{name}: {bench['error']}"
@@ -219,6 +222,11 @@ def test_progress_tracker_counts_steps_and_estimates() -> None:
     t.begin("b", steps=4)  # the real count, once known
     assert t.counts() == (2, 6)
     assert "2 of 6" in t.line("x")
+    t.step("b1-b2", weight=2)  # a long step counts for two of the plan
+    assert t.counts() == (4, 6)
+    lines = len(t.history)
+    t.line("y")  # each progress line records its estimate of the time left
+    assert len(t.history) == lines + 1 and t.history[-1][1] >= 0
 
 
 def test_cli_rejects_unknown_benchmark() -> None:
