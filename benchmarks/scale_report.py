@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.rows import Row, make_row, single
+from benchmarks.rows import Row, Verdict, make_row, single
 from benchmarks.timing import BenchResult, Case, t_975
 
 if TYPE_CHECKING:
@@ -151,8 +151,6 @@ def _slopes(cases: Sequence[Case]) -> dict[str, Any] | None:
 def growth_target(res: BenchResult) -> Any:
     """At every N no staging row slower (95% interval), and the growth no steeper: the
     slope of the paired log ratio against log N not wholly below -`SLOPE_TOLERANCE`."""
-    from benchmarks.registry import Verdict
-
     cases = _kind(res, *STAGING)
     rows = [single(res.name, c, "s") for c in cases]
     if not rows:
@@ -186,8 +184,6 @@ def _mean_ratio(case: Case) -> float:
 def flatten_target(res: BenchResult) -> Any:
     """At least `FLATTEN_BOUND` times numpyro's speed at every N, by the ratio of the mean
     times (collections included; the median ratio in the detail)."""
-    from benchmarks.registry import Verdict
-
     ratios = [(_mean_ratio(c), c) for c in _kind(res, "tree_trip")]
     if not ratios:
         return None
@@ -203,8 +199,6 @@ def flatten_target(res: BenchResult) -> Any:
 
 
 def memory_target(res: BenchResult) -> Any:
-    from benchmarks.registry import Verdict
-
     cases = _kind(res, "mem_traced", "mem_rss")
     if not cases:
         return None
@@ -217,8 +211,6 @@ def memory_target(res: BenchResult) -> Any:
 
 
 def release_target(res: BenchResult) -> Any:
-    from benchmarks.registry import Verdict
-
     kept = _kind(res, "mem_kept")
     runs = res.extra.get("children", {})
     if not kept or "stabledist" not in runs:
@@ -234,8 +226,6 @@ def release_target(res: BenchResult) -> Any:
 
 
 def gc_target(res: BenchResult) -> Any:
-    from benchmarks.registry import Verdict
-
     runs = res.extra.get("children", {})
     if set(runs) != {"numpyro", "stabledist"}:
         return None
@@ -250,8 +240,6 @@ def gc_target(res: BenchResult) -> Any:
 
 
 def tables_target(res: BenchResult) -> Any:
-    from benchmarks.registry import Verdict
-
     tables = _tables(res)
     if not tables:
         return None

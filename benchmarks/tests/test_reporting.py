@@ -1,6 +1,6 @@
 """The benchmark's own machinery: the registry (every benchmark one complete record, named
-nowhere else), the verdict table, the plots, the page, interval verdicts, the runner, and the
-release check of the published numbers (benchmarks/release.py).
+nowhere else), the verdict table, the plots, the page, the runner, the constants benchmark and
+the eager guards (interval verdicts: test_intervals.py; the release check: test_release.py).
 
 These tests run in ``make test-bench`` (CI's benchmark step), not in ``make test``: a change to
 ``stabledist/`` passes ``make test`` without a benchmark run, and whether the published numbers
@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import math
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,89 +24,6 @@ DOC = ROOT / "docs" / "benchmarks.md"
 
 if TYPE_CHECKING:
     from benchmarks.timing import BenchResult
-
-
-def test_the_page_states_the_commit_it_measured() -> None:
-    from benchmarks.release import measured_commit
-
-    commit = measured_commit(DOC.read_text())
-    assert commit is not None, "docs/benchmarks.md states no measured commit"
-    assert f"Measured at commit `{commit}`" in DOC.read_text()
-    assert "make release-check" in DOC.read_text()  # where "how far since" is computed
-
-
-def test_release_check_says_how_far_the_code_moved_and_never_fails_make_test() -> None:
-    """Computed on this repository: a report, whatever it says (a stale page fails `make
-    release-check`, not this test)."""
-    from benchmarks.release import moved_since, report
-
-    moved = moved_since(DOC.read_text())
-    assert moved.commit is not None
-    assert all(len(sha) == 40 for sha in moved.since)
-    assert moved.commit[:12] in report(moved)
-
-
-def _repo(tmp_path: Path) -> tuple[Path, list[str]]:
-    """A scratch repository: a measured commit, then one commit touching benchmarks/ only
-    and one touching stabledist/; their shas, oldest first."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True,
-                              text=True).stdout.strip()
-
-    git("init", "-q")
-    git("config", "user.email", "t@example.com")
-    git("config", "user.name", "t")
-    shas = []
-    for path in ("stabledist/a.py", "benchmarks/b.py", "stabledist/a.py"):
-        (tmp_path / path).parent.mkdir(exist_ok=True)
-        with (tmp_path / path).open("a") as f:
-            f.write("x = 1\n")
-        git("add", "-A")
-        git("commit", "-qm", path)
-        shas.append(git("rev-parse", "HEAD"))
-    return tmp_path, shas
-
-
-def test_release_check_refuses_a_page_older_than_the_code(tmp_path: Path) -> None:
-    from benchmarks.release import moved_since, report
-
-    root, (measured, bench, core) = _repo(tmp_path)
-    page = f"<!-- measured-commit: {measured} -->\n"
-    moved = moved_since(page, root)
-    assert moved.since == [core, bench] and moved.problems
-    assert "2 commit(s) changed" in report(moved) and "refused" in report(moved)
-    # a commit that changes benchmarks/ only may be declared measurement-neutral...
-    neutral = page + f"<!-- measurement-neutral: {bench} the report only -->\n"
-    assert moved_since(neutral, root).neutral == [bench]
-    assert "1 commit(s) changed" in report(moved_since(neutral, root))
-    # ...never one that changes stabledist/
-    wrong = page + f"<!-- measurement-neutral: {core} -->\n"
-    assert any("changes stabledist/" in p for p in moved_since(wrong, root).problems)
-    fresh = moved_since(f"<!-- measured-commit: {core} -->\n", root)
-    assert fresh.since == [] and not fresh.problems
-    assert "has not moved" in report(fresh)
-    assert moved_since("no commit", root).problems
-    (root / "stabledist" / "a.py").write_text("changed\n")
-    assert any("uncommitted" in p for p in moved_since(
-        f"<!-- measured-commit: {core} -->\n", root).problems)
-
-
-def test_measured_commit_parser_rejects_a_page_without_one() -> None:
-    from benchmarks.release import measured_commit, neutral_commits
-
-    assert measured_commit("Measured at commit `abc`") is None
-    sha = "0123456789abcdef0123456789abcdef01234567"
-    assert measured_commit(f"<!-- measured-commit: {sha} -->") == sha
-    assert neutral_commits(f"<!-- measurement-neutral: {sha} a new benchmark -->") == {sha}
-    assert neutral_commits(f"<!-- measurement-neutral: {sha[:12]} -->") == set()
-
-
-def test_publishing_drops_the_measurement_neutral_lines() -> None:
-    from benchmarks.publish import NEUTRAL
-
-    sha = "0123456789abcdef0123456789abcdef01234567"
-    page = f"a\n<!-- measurement-neutral: {sha} the report only -->\nb\n"
-    assert NEUTRAL.sub("", page) == "a\nb\n"
 
 
 # --------------------------------------------------------------------------------------------
@@ -286,132 +201,6 @@ def test_the_page_opens_with_a_verdict_and_says_when_numpyro_gains_alike() -> No
     section = text.split("### When numpyro gets the same gain", 1)[1].split("\n## ", 1)[0]
     for needed in ("before `jit`", "pmap", "inside models", "`vmap` over instances"):
         assert needed in section, needed
-
-
-# --------------------------------------------------------------------------------------------
-# interval verdicts: the paired ratio's 95% t-interval (benchmarks/timing.py)
-# --------------------------------------------------------------------------------------------
-
-
-def test_t_quantiles_match_the_table_and_tend_to_the_normal() -> None:
-    from benchmarks.timing import T_975, t_975
-
-    assert len(T_975) == 30
-    assert (t_975(1), t_975(2), t_975(4), t_975(9), t_975(30)) == (
-        12.706, 4.303, 2.776, 2.262, 2.042)
-    assert list(T_975) == sorted(T_975, reverse=True)
-    assert abs(t_975(40) - 2.021) < 0.001 and abs(t_975(120) - 1.980) < 0.001
-    assert 1.96 < t_975(10_000) < t_975(31) < t_975(30)
-    with pytest.raises(ValueError):
-        t_975(0)
-
-
-def test_paired_ratio_interval_by_hand() -> None:
-    """Ratios e^0, e^0.1, e^0.2: log mean 0.1, sd 0.1, n 3, so the half-width of the log
-    interval is 4.303 * 0.1 / sqrt(3)."""
-    from benchmarks.timing import paired_ratio_interval
-
-    iv = paired_ratio_interval([2.0, 2 * math.exp(0.1), 2 * math.exp(0.2)], [2.0, 2.0, 2.0])
-    half = 4.303 * 0.1 / math.sqrt(3)
-    assert iv["n"] == 3 and iv["verdict"] == "same"
-    assert iv["ratio"] == pytest.approx(math.exp(0.1))
-    assert iv["lo"] == pytest.approx(math.exp(0.1 - half))
-    assert iv["hi"] == pytest.approx(math.exp(0.1 + half))
-
-
-def test_paired_ratio_interval_verdicts() -> None:
-    from benchmarks.timing import paired_ratio_interval
-
-    same = paired_ratio_interval([5.0] * 4, [5.0] * 4)  # identical: zero-width interval at 1
-    assert (same["ratio"], same["lo"], same["hi"], same["verdict"]) == (1.0, 1.0, 1.0, "same")
-    # numpyro / stabledist about 0.8: stabledist clearly slower, and the mirror image faster
-    slow = paired_ratio_interval([1.0, 1.1, 0.9, 1.0, 1.05], [1.25, 1.35, 1.15, 1.2, 1.3])
-    assert slow["verdict"] == "slower" and slow["hi"] < 0.97
-    fast = paired_ratio_interval([1.25, 1.35, 1.15, 1.2, 1.3], [1.0, 1.1, 0.9, 1.0, 1.05])
-    assert fast["verdict"] == "faster" and fast["lo"] > 1.03
-    # a 10% gap with too much scatter across two pairs: the interval straddles, "same"
-    wide = paired_ratio_interval([1.0, 1.0], [1.0, 1.2])
-    assert wide["hi"] > 0.97 and wide["verdict"] == "same"
-    # one pair: no interval, never "slower"
-    one = paired_ratio_interval([1.0], [2.0])
-    assert (one["ratio"], one["lo"], one["hi"], one["n"], one["verdict"]) == (
-        0.5, None, None, 1, "unresolved")
-    # pairs with a non-positive member are dropped; unequal lengths are an error
-    assert paired_ratio_interval([0.0, 2.0], [1.0, 1.0])["verdict"] == "unresolved"
-    assert paired_ratio_interval([], [])["verdict"] == "unresolved"
-    with pytest.raises(ValueError):
-        paired_ratio_interval([1.0, 2.0], [1.0])
-
-
-def test_rows_carry_interval_verdict_and_whether_judged() -> None:
-    from benchmarks.rows import aggregate, first_call_row, single
-    from benchmarks.timing import Case
-
-    case = Case("c", {}, {"numpyro": [1.0, 1.1, 0.9, 1.0], "stabledist": [1.3, 1.4, 1.2, 1.3]})
-    row = single("dispatch", case, "ns/call")
-    assert row["verdict"] == "slower" and row["judged"] is True
-    assert row["ratio"] < row["ratio_hi"] < 0.97 and row["spread"] == "95% CI (t, 4 reps)"
-    assert single("lazy", case, "ns/read")["judged"] is False  # own targets
-    assert single("compile", case, "s", judged=False)["judged"] is False
-    agg = aggregate("flatten", [case, case], "all", "ns")
-    assert agg["judged"] is False and agg["verdict"] is None
-    once = first_call_row("closure", "x first call", {"numpyro": 2.0, "stabledist": 1.0})
-    assert (once["ratio"], once["verdict"], once["judged"]) == (2.0, "unresolved", True)
-    reps = first_call_row("closure", "x first call", {"numpyro": [2.0, 2.2, 2.1],
-                                                       "stabledist": [1.0, 1.1, 1.0],
-                                                       "nocache": [3.0]})
-    assert reps["verdict"] == "faster" and reps["stabledist"] == 1.0 and reps["nocache"] == 3.0
-
-
-def test_slower_target_judges_only_judged_rows_by_their_interval() -> None:
-    from benchmarks.report import slower_target
-
-    def row(bench: str, ratio: float, lo: float | None, hi: float | None, verdict: str,
-            judged: bool = True) -> dict:
-        from benchmarks.rows import make_row
-
-        return make_row(bench, f"{bench} case", "s", ratio=ratio, ratio_lo=lo, ratio_hi=hi,
-                        verdict=verdict, judged=judged)
-
-    fine = [row("e2e", 0.95, 0.90, 1.01, "same"), row("closure", 1.5, 1.4, 1.6, "faster"),
-            row("lazy", 0.5, 0.4, 0.6, "slower", judged=False), row("compile", 0.6, None, None,
-                                                                       "unresolved")]
-    t = slower_target(fine)
-    assert t is not None and t["target"] == "slower" and t["passed"] is True
-    assert "wholly below 0.97" in t["criterion"]
-    assert t["value"] == "worst row e2e / e2e case: 0.95x [0.90-1.01]"  # lowest upper bound
-    assert "of 3 judged rows: 1 faster, 1 same, 0 slower, 1 unresolved" in t["detail"]
-    slow = slower_target([*fine, row("dispatch", 0.9, 0.85, 0.96, "slower")])
-    assert slow is not None and slow["passed"] is False
-    assert "slower: dispatch/dispatch case 0.90x [0.85-0.96]" in slow["detail"]
-    unresolved = slower_target([row("e2e", 0.5, None, None, "unresolved")])
-    assert unresolved is not None and unresolved["passed"] is None  # nothing resolved: N/A
-    smoke = slower_target([*fine, row("dispatch", 0.9, 0.85, 0.96, "slower")], False)
-    assert smoke is not None and smoke["passed"] is None
-    assert slower_target([row("lazy", 0.5, 0.4, 0.6, "slower", judged=False)]) is None
-
-
-def test_e2e_target_uses_the_interval_rule() -> None:
-    from benchmarks.registry import BENCHMARKS
-    from benchmarks.timing import BenchResult, Case
-
-    check = next(t.check for t in BENCHMARKS["e2e"].targets if t.key == "e2e")
-    res = BenchResult("e2e", "t", "s", {"numpyro": "", "stabledist": ""}, "")
-    res.cases = [Case("gp NUTS", {"same_program": True},
-                      {"numpyro": [1.0, 1.1, 0.95], "stabledist": [1.05, 1.0, 1.0]}),
-                 Case("angles NUTS", {"same_program": False},
-                      {"numpyro": [2.0, 2.1, 2.2], "stabledist": [1.0, 1.0, 1.1]})]
-    verdict = check(res)
-    assert verdict is not None and verdict.passed is True
-    assert verdict.value.startswith("worst gp NUTS") and "(the same program)" in verdict.value
-    res.cases.append(Case("m SVI", {}, {"numpyro": [1.0, 1.0, 1.0],
-                                        "stabledist": [1.2, 1.25, 1.22]}))
-    verdict = check(res)
-    assert verdict is not None and verdict.passed is False and "slower: m SVI" in verdict.detail
-    res.cases = [Case("m SVI", {}, {"numpyro": [1.0], "stabledist": [2.0]})]
-    verdict = check(res)
-    assert verdict is not None and verdict.passed is None  # one repetition: no interval
-
 
 # --------------------------------------------------------------------------------------------
 # a run that fits a device lease: the accelerator profile, the deadline, results kept
