@@ -37,7 +37,8 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
          "--host-devices", "2", "--strict", "--out", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("FAIL")]
+    assert proc.returncode == 0, "\n".join([*failed, proc.stderr[-4000:]])
     return out, proc.stdout + proc.stderr
 
 
