@@ -120,18 +120,24 @@ class Tracker:
 
     def eta(self) -> float:
         """Seconds left: planned seconds of the steps not finished, times the observed
-        speed (actual/planned of the finished steps, clamped to 0.3-5)."""
+        speed (actual/planned of the finished steps, and of the running one once it has run
+        past its planned share; clamped to 0.3-5)."""
         left = 0.0
         for b, (n, secs) in self.plan.items():
             left += secs * max(n - self.done.get(b, 0), 0) / max(n, 1)
-        speed = 1.0
-        if self.finished_planned > 5:
-            speed = min(5.0, max(0.3, self.finished_actual / self.finished_planned))
-        if self.label:  # the running step: what is left of its planned share, or, once it
-            # has run past it, a quarter of what it has run so far (it is not done yet)
+        actual, planned = self.finished_actual, self.finished_planned
+        share = running = 0.0
+        if self.label:
             n, secs = self.plan.get(self.bench, (1, 0.0))
             running = time.perf_counter() - self.step_t0
             share = secs * self.weight / max(n, 1)
+            if running > share:  # already slower than planned: it says so before it ends
+                actual, planned = actual + running, planned + share
+        speed = 1.0
+        if planned > 5:
+            speed = min(5.0, max(0.3, actual / planned))
+        if self.label:  # the running step: what is left of its planned share, or, once it
+            # has run past it, a quarter of what it has run so far (it is not done yet)
             left += max(share - running / speed, running / 4 / speed)
         return left * speed
 

@@ -225,6 +225,13 @@ def test_progress_tracker_counts_steps_and_estimates() -> None:
     assert "2 of 6" in t.line("x")
     t.step("b1-b2", weight=2)  # a long step counts for two of the plan
     assert t.counts() == (4, 6)
+    # a step running past its plan slows the estimate before it ends
+    slow = Tracker(heartbeat=1e9)
+    slow.set_plan({"a": (10, 100.0)})
+    slow.begin("a")
+    slow.step("a1", weight=5)  # planned 50 s
+    slow.step_t0 -= 150.0  # running for 150 s: three times its plan
+    assert slow.eta() == pytest.approx(150.0 + 150.0 / 4, rel=0.01)  # 5 steps left at 3x
     lines = len(t.history)
     t.line("y")  # each progress line records its estimate of the time left
     assert len(t.history) == lines + 1 and t.history[-1][1] >= 0
