@@ -15,7 +15,7 @@ OLDEST_PINS := numpyro==0.21.0 jax==0.7.0 jaxlib==0.7.0
 OLDEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py
 
-.PHONY: bench test test-x64 test-integration test-default-codegen test-simplified-constants typecheck stubs test-properties test-oldest test-newest test-upstream \
+.PHONY: bench test-bench release-check test test-x64 test-integration test-default-codegen test-simplified-constants typecheck stubs test-properties test-oldest test-newest test-upstream \
 	test-upstream-slice test-mutation test-mutation-full docs clean browser
 
 $(STAMP): pyproject.toml
@@ -38,6 +38,16 @@ $(BENCH_STAMP): pyproject.toml
 bench: $(BENCH_STAMP)
 	$(PY) -m benchmarks $(ARGS)
 
+# The benchmark's own tests, beside it in benchmarks/tests (not part of `make test`): the
+# registry, the report and the page, and the strict smoke run of the whole suite (CI's step).
+test-bench: $(STAMP)
+	$(PY) -m pytest benchmarks/tests $(ARGS)
+
+# Before a release: the published benchmark numbers (docs/benchmarks.md) measured the code as it
+# is; says how far stabledist/ and benchmarks/ moved since, and fails while they have.
+release-check: $(BENCH_STAMP)
+	$(PY) -m benchmarks.release
+
 # One worker per core (pytest-xdist); all tests of one distribution class go to the same
 # worker (--dist loadgroup, as tests/conftest.py defines it: the class a test's parameter
 # names, else its module), so they share its compiled operations.
@@ -59,7 +69,7 @@ test-x64: $(STAMP)
 
 # The tests that start fresh processes or environments (marked `integration`): the wheel in a
 # new venv, pyright and mypy on a user's file, every docs page on its own, two jax.distributed
-# processes, the benchmark's smoke run. CI runs them after `make test`.
+# processes. CI runs them after `make test` (the benchmark's smoke run: `make test-bench`).
 test-integration: $(STAMP) browser
 	STABLEDIST_TEST_XLA_DEFAULTS=1 $(PY) -m pytest $(XDIST) -m integration $(ARGS)
 
