@@ -18,7 +18,6 @@ from typing import Any, cast
 
 from numpyro.distributions.distribution import COERCIONS, DistributionMeta, MaskedDistribution
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
-from numpyro.util import is_prng_key
 
 from stabledist._src import jax_private, pickling
 from stabledist._src.batching import restored, settled_arguments
@@ -104,19 +103,6 @@ class Distribution(_RegisteredByStabledist, _NumpyroDistribution, metaclass=Stab
     def mask(self, mask: Any) -> MaskedDistribution:
         return stabilize(super().mask(mask))
 
-    def sample(self, key: Any, *args: Any, **kwargs: Any) -> Any:
-        """numpyro's ``sample``; a key that is no PRNG key (``d.sample(0)``) gets numpyro's
-        ``AssertionError`` with a message that says what to pass (numpyro's has none)."""
-        try:
-            return super().sample(key, *args, **kwargs)
-        except AssertionError as error:
-            if error.args or is_prng_key(key):
-                raise
-            raise AssertionError(
-                f"{type(self).__name__}.sample expects a PRNG key as its first argument, such "
-                f"as jax.random.key(0) or jax.random.PRNGKey(0); got {_described(key)}"
-            ) from None
-
     def __getitem__(self, index: Any) -> Distribution:
         """The distribution of the batch elements ``index`` selects (NumPy's indexing of the
         batch dimensions; event dimensions untouched): `stabledist._src.slicing`."""
@@ -177,13 +163,6 @@ class Distribution(_RegisteredByStabledist, _NumpyroDistribution, metaclass=Stab
         """The aux fields of the class, in a fixed order."""
         table = record_of(cls).table
         return table.aux + tuple(table.hybrid)
-
-
-def _described(value: Any) -> str:
-    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
-    if shape is not None and dtype is not None:
-        return f"an array of shape {tuple(shape)} and dtype {dtype}"
-    return f"{type(value).__name__} {value!r}"[:120]
 
 
 def is_stable(d: object) -> bool:
