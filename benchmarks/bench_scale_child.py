@@ -179,20 +179,18 @@ def memory(m: Any, n: int, info: Callable[[], Any]) -> dict[str, Any]:
 
 def internal_tables() -> dict[str, int]:
     """Entries in stabledist's own tables, read from its internals (the one place this
-    benchmark does): ``stabledist._src.cache.CACHE``'s owners, value tables and pending
-    holders, and every stable class's spec (``__stable_spec__``): hoisting's ``decisions``
-    and ``programs`` memos and batching's ``shapes`` memo."""
-    from stabledist._src import fork
+    benchmark does): the cache's owners, value tables and holder records
+    (``stabledist._src.cache.CACHE``), hoisting's per-class decisions, programs and failures
+    (``stabledist._src.hoisting``) and batching's derived shapes
+    (``stabledist._src.batching``)."""
+    from stabledist._src import batching, hoisting
     from stabledist._src.cache import CACHE
-    from stabledist._src.introspect import SPEC_ATTRIBUTE
 
-    specs = {getattr(c, SPEC_ATTRIBUTE, None) for c in fork._mirrors.values()}
-    specs.discard(None)
-    hoisting = [len(memo) for s in specs for memo in s.hoisting.values()]
+    memos = (hoisting._decisions, hoisting._programs, hoisting._unprogrammable)
     return {"owners": len(CACHE._owners), "values": sum(map(len, CACHE._tables.values())),
-            "value_tables": len(CACHE._tables), "pending": len(CACHE.pending),
-            "hoisting_entries": sum(hoisting), "batch_shape_entries":
-            sum(len(s.shapes) for s in specs)}
+            "value_tables": len(CACHE._tables), "holders": len(CACHE._holders),
+            "hoisting_entries": sum(len(m) for table in memos for m in table.values()),
+            "batch_shape_entries": sum(map(len, batching._derived_shapes.values()))}
 
 
 def tables(shapes: int, classes: int | None) -> dict[str, Any]:

@@ -52,17 +52,17 @@ class CacheInfo(NamedTuple):
 
 class _Owner(weakref.ref):
     """The weak reference to an instance with values, and its bookkeeping: its key, the names
-    it has values for, which of them it was given, whether its construction has ended (from
-    then on an assignment drops given values too), and the keys of the distributions below it
+    it has values for, which of them it was given, and the keys of the distributions below it
     recorded with its first value (``held``; None until then). One object per instance with
     values, made in C (no Python ``__init__``); its callback drops the instance's values.
-    ``names`` and ``given`` are frozensets, replaced, never changed in place."""
+    ``names`` and ``given`` are shared frozensets (`LazyValueCache._canonical`), replaced,
+    never changed in place. Whether its instance is still under construction is the cache's
+    ``_constructing``, not a field: one truth, and one field less per instance."""
 
-    __slots__ = ("constructed", "given", "held", "key", "names")
+    __slots__ = ("given", "held", "key", "names")
     key: int
     names: frozenset[str]
     given: frozenset[str]
-    constructed: bool
     held: tuple[int, ...] | None
 
 
@@ -88,6 +88,7 @@ class LazyValueCache:
         self._release_callback = self._release  # one bound method, not one per owner
         self._orphans: list[_Owner] = []  # dead holders whose records wait for the lock
         self._constructing: set[int] = set()  # keys of instances whose __init__ runs
+        self._sets: dict[frozenset[str], frozenset[str]] = {_NOTHING: _NOTHING}
         self.store: Callable[[object, str, dict[int, Any], Any], Any] = self._storing()
         """``store(instance, name, table, value)``: store ``value`` as ``instance``'s value of
         ``name`` unless one is stored already; return the one kept (every reader gets the
@@ -96,7 +97,7 @@ class LazyValueCache:
     def table(self, name: str) -> dict[int, Any]:
         """The value table of the lazy property ``name`` (shared by every class)."""
         with self.lock:
-            self._singletons.setdefault(name, frozenset((name,)))
+            self._singletons.setdefault(name, self._canonical(frozenset((name,))))
             return self._tables.setdefault(name, {})
 
     def _storing(self) -> Callable[[object, str, dict[int, Any], Any], Any]:
@@ -106,7 +107,7 @@ class LazyValueCache:
         owners, owners_get, singletons = self._owners, self._owners.get, self._singletons
         acquire, release = self.lock.acquire, self.lock.release
         callback, new_owner = self._release_callback, self._new_owner
-        constructing = self._constructing
+        canonical = self._canonical
         record_held = self._record_held
 
         def store(instance: object, name: str, table: dict[int, Any], value: Any) -> Any:
@@ -123,10 +124,10 @@ class LazyValueCache:
                     except TypeError:
                         owner = new_owner(instance, key)  # raises the clear error
                     owner.key, owner.names, owner.given = key, singletons[name], _NOTHING
-                    owner.constructed, owner.held = key not in constructing, None
+                    owner.held = None
                     owners[key] = owner
                 elif name not in owner.names:
-                    owner.names = owner.names | singletons[name]
+                    owner.names = canonical(owner.names | singletons[name])
                 table[key] = value
                 if owner.held is None:
                     record = find(type(instance))
@@ -147,8 +148,8 @@ class LazyValueCache:
         key = id(instance)
         with self.lock:
             owner = self._owners.get(key) or self._new_owner(instance, key)
-            owner.names = owner.names | self._singletons[name]
-            owner.given = owner.given | self._singletons[name]
+            owner.names = self._canonical(owner.names | self._singletons[name])
+            owner.given = self._canonical(owner.given | self._singletons[name])
             table[key] = value
             if owner.held is None:
                 self._record_held(owner, instance)
@@ -171,9 +172,8 @@ class LazyValueCache:
 
     @contextlib.contextmanager
     def constructing(self, instance: object) -> Iterator[None]:
-        """``instance``'s constructor runs in this block: an owner made meanwhile is one of an
-        instance under construction (its given values stay through its constructor's own
-        assignments); an owner made at any other time is one of a constructed instance."""
+        """``instance``'s constructor runs in this block: its given values stay through its
+        constructor's own field assignments; outside it an assignment drops them too."""
         key = id(instance)
         self._constructing.add(key)
         try:
@@ -182,13 +182,11 @@ class LazyValueCache:
             self._constructing.discard(key)
 
     def constructed(self, instance: object) -> None:
-        """The construction of ``instance`` has ended: from now on an assignment to one of
-        its fields drops its given values too, and what it holds is final, so an instance
+        """The construction of ``instance`` has ended: what it holds is final, so an instance
         given values during its construction records it now (hot: every construction, one
         dict lookup)."""
         owner = self._owners.get(id(instance))
         if owner is not None:
-            owner.constructed = True
             if owner.held is None:
                 with self.lock:
                     self._record_held(owner, instance)
@@ -209,11 +207,12 @@ class LazyValueCache:
         seen.add(key)
         owner = self._owners.get(key)
         if owner is not None:
-            drop = owner.names if owner.constructed else owner.names - owner.given
+            constructed = key not in self._constructing
+            drop = owner.names if constructed else owner.names - owner.given
             for name in drop:
                 self._tables[name].pop(key, None)
-            owner.names = owner.names - drop
-            if owner.constructed:
+            owner.names = self._canonical(owner.names - drop)
+            if constructed:
                 owner.given = _NOTHING
             self._forget_held(owner)
         for holder in self._holders_of(key):
@@ -226,7 +225,7 @@ class LazyValueCache:
             for key, owner in list(self._owners.items()):
                 for name in owner.names - owner.given:
                     self._tables[name].pop(key, None)
-                owner.names &= owner.given
+                owner.names = self._canonical(owner.names & owner.given)
                 if not owner.names and not owner.held and self._owners.get(key) is owner:
                     del self._owners[key]  # (its instance may have died during this loop)
 
@@ -234,6 +233,11 @@ class LazyValueCache:
         owners = list(self._owners.values())
         return CacheInfo(sum(1 for o in owners if o.names),
                          sum(len(t) for t in list(self._tables.values())))
+
+    def _canonical(self, names: frozenset[str]) -> frozenset[str]:
+        """One object per set of names: owners share it (a frozenset per instance would be
+        one more object per instance to keep and to track)."""
+        return self._sets.setdefault(names, names)
 
     def _new_owner(self, instance: object, key: int) -> _Owner:
         try:
@@ -245,7 +249,7 @@ class LazyValueCache:
                 "cached externally"
             ) from None
         owner.key, owner.names, owner.given = key, _NOTHING, _NOTHING
-        owner.constructed, owner.held = key not in self._constructing, None
+        owner.held = None
         self._owners[key] = owner
         return owner
 
@@ -281,6 +285,17 @@ class LazyValueCache:
             return []
         return list(found.values()) if isinstance(found, dict) else [found]
 
+    def _shrink(self, names: frozenset[str]) -> None:
+        """Give back the memory of tables that emptied (a dict keeps its largest size): a
+        service that once held 100,000 instances and dropped them holds nothing after."""
+        for name in names:
+            if not self._tables[name]:
+                self._tables[name].clear()
+        if not self._owners:
+            self._owners.clear()
+        if not self._holders:
+            self._holders.clear()
+
     def _forget_held(self, owner: _Owner) -> None:
         holders, key = self._holders, owner.key
         for child in owner.held or ():
@@ -304,14 +319,15 @@ class LazyValueCache:
         tables = self._tables
         for name in owner.names:
             tables[name].pop(key, None)
-        if owner.held:
-            if self.lock.acquire(blocking=False):
-                try:
+        if self.lock.acquire(blocking=False):
+            try:
+                if owner.held:
                     self._forget_held(owner)
-                finally:
-                    self.lock.release()
-            else:
-                self._orphans.append(owner)
+                self._shrink(owner.names)
+            finally:
+                self.lock.release()
+        elif owner.held:
+            self._orphans.append(owner)
 
 
 CACHE = LazyValueCache()

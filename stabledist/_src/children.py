@@ -11,6 +11,7 @@ are restored or settled child by child, slices slice each child: all through `he
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
@@ -18,7 +19,8 @@ from numpyro.distributions.distribution import Distribution as _NumpyroDistribut
 
 from stabledist._src.records import find
 
-__all__ = ["descendants", "held", "holding_fields", "is_distribution", "replace_held"]
+__all__ = ["descendants", "held", "holding_fields", "is_distribution", "replace_held",
+           "replace_held_in"]
 
 _META = type(_NumpyroDistribution)
 
@@ -38,18 +40,23 @@ def holding_fields(d: Any) -> Iterable[str]:
 
 
 def held(d: Any) -> list[Any]:
-    """The distributions ``d`` holds, directly or in a list or tuple field, in field order."""
+    """The distributions ``d`` holds, directly or in a list or tuple field, in field order. A
+    stable instance's fields are read as attributes: reading ``__dict__`` would give an
+    instance whose attributes CPython keeps inline a dict object for good (one more object for
+    the garbage collector, on every construction of a holder)."""
     record = find(type(d))
     if record is None:
-        names: Iterable[str] = list(getattr(d, "__dict__", ()))
+        state = getattr(d, "__dict__", {})
+        names: Iterable[str] = list(state)
+        get: Callable[[str], Any] = state.get
     elif not record.nested:
         return []
     else:
         names = record.nested
-    state = d.__dict__
+        get = functools.partial(_field, d)
     found = []
     for name in names:
-        value = state.get(name)
+        value = get(name)
         kind = type(value)
         if isinstance(kind, _META):
             found.append(value)
@@ -78,6 +85,31 @@ def descendants(d: Any) -> list[Any]:
                 seen.add(id(grandchild))
                 found.append(grandchild)
     return found
+
+
+def _field(d: Any, name: str) -> Any:
+    try:
+        return object.__getattribute__(d, name)
+    except AttributeError:  # an unset field
+        return None
+
+
+def replace_held_in(d: Any, replace: Callable[[Any], Any]) -> None:
+    """`replace_held` on a stable instance itself, its fields read and set as attributes (no
+    ``__dict__`` object made: see `held`; ``object.__setattr__``: no bookkeeping)."""
+    record = find(type(d))
+    if record is None or not record.nested:
+        return
+    for name in record.nested:
+        value = _field(d, name)
+        if isinstance(type(value), _META):
+            new = replace(value)
+            if new is not value:
+                object.__setattr__(d, name, new)
+        elif (type(value) is list or type(value) is tuple) and value:
+            new_items = [replace(v) if isinstance(type(v), _META) else v for v in value]
+            if any(a is not b for a, b in zip(new_items, value)):
+                object.__setattr__(d, name, type(value)(new_items))
 
 
 def replace_held(state: dict[str, Any], names: Iterable[str],

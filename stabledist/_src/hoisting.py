@@ -24,8 +24,9 @@ sizes (a linear-algebra primitive; or no intermediate larger than the leaves or 
 together), per leaf *ranks*: a new batch size decides nothing again. Where a first read is
 computed, and whether this module is asked at all, is `stabledist._src.reads`' decision.
 
-A hoisted value (`compute_hoisted`) is computed by one compiled program per class, property
-and tree structure (mode ``"program"``), shared by every instance with those leaf shapes: op
+A hoisted value (`compute_hoisted`) is computed by one compiled program per class and property
+(mode ``"program"``; JAX keeps one executable per tree structure and leaf shapes), shared by
+every instance with those leaf shapes: op
 by op it would compile one XLA program per operation and shape, several times numpyro's first
 call for the ``SineBivariateVonMises`` series (the benchmarks page has the figures). On the
 CPU the program is compiled with XLA's cheap code generation (`_one_shot_options`): it runs
@@ -54,9 +55,10 @@ from stabledist._src.cache import CACHE
 from stabledist._src.jax_private import Recording, constants_used
 from stabledist._src.records import is_stable_class
 
-__all__ = ["EXPANSION", "HEAVY_PRIMITIVES", "LARGE_CONSTANTS", "OP_BY_OP_MAX", "Mode",
-           "compute_hoisted", "cpu_one_shot_options", "decide_abstractly", "hoisting_mode",
-           "known_mode", "mode_from_recording", "one_shot_programs", "simplified_constants"]
+__all__ = ["EXPANSION", "HEAVY_PRIMITIVES", "LARGE_CONSTANTS", "MEMO_MAX", "OP_BY_OP_MAX",
+           "Mode", "compute_hoisted", "cpu_one_shot_options", "decide_abstractly",
+           "hoisting_mode", "known_mode", "mode_from_recording", "one_shot_programs",
+           "simplified_constants"]
 
 HEAVY_PRIMITIVES = frozenset({
     # linear algebra (more than linear work in the size of its operands)
@@ -93,11 +95,16 @@ Mode = Literal["trace", "op_by_op", "program"]
 does (``"trace"``), or hoisted: computed op by op (``"op_by_op"``) or by a compiled program
 (``"program"``), entering the trace as a constant."""
 
-_Program = Callable[[list[Any], dict[str, Any]], Any]
+_Program = Callable[[Any, list[Any], dict[str, Any]], Any]
 
-# per class: (key -> mode) and ((property, compute, tree structure) -> program or None)
+MEMO_MAX = 256
+"""Entries a class's decisions (or failed programs) may hold before they are emptied."""
+
+# per class: (key -> mode), ((property, compute) -> program) and the (property, compute, tree
+# structure) that could not be compiled
 _decisions: dict[type, dict[Any, Mode]] = {}
-_programs: dict[type, dict[Any, _Program | None]] = {}
+_programs: dict[type, dict[Any, _Program]] = {}
+_unprogrammable: dict[type, dict[Any, bool]] = {}
 
 
 @functools.cache
@@ -202,7 +209,7 @@ def _ranks(shapes: tuple) -> tuple:
 
 
 def _remember(cls: type, name: str, leaves: list[Any], mode: Mode, sizeless: bool) -> None:
-    decisions = _memo(_decisions, cls)
+    decisions = _bounded(_memo(_decisions, cls))
     shapes, dtypes = _signature(leaves)
     decisions[("shapes", name, shapes, dtypes)] = mode
     if sizeless:
@@ -265,43 +272,58 @@ def compute_hoisted(instance: Any, name: str, compute: Callable[[Any], Any], mod
     already (given by its constructor, or read before), which the program's rebuilt
     instance is given, so it uses them as ``compute(instance)`` would."""
     with jax_private.no_ambient_mesh():
-        if mode == "program":
-            program = _program_for(type(instance), name, compute, treedef)
-            if program is not None:
-                # run (not staged into the caller's trace); not ensure_compile_time_eval,
-                # which would also evaluate the program's constant subexpressions op by op
-                with jax_private.eval_context():
-                    try:
-                        return program(leaves, _arrays_only(known))
-                    except Exception:  # not compilable: remembered; op by op below
-                        _memo(_programs, type(instance))[(name, compute, treedef)] = None
+        if mode == "program" and _programmable(type(instance), name, compute, treedef):
+            program = _program_for(type(instance), name, compute)
+            # run (not staged into the caller's trace); not ensure_compile_time_eval, which
+            # would also evaluate the program's constant subexpressions op by op
+            with jax_private.eval_context():
+                try:
+                    return program(treedef, leaves, _arrays_only(known))
+                except Exception:  # not compilable: remembered; op by op below
+                    _bounded(_memo(_unprogrammable, type(instance)))[
+                        (name, compute, treedef)] = True
         with jax.ensure_compile_time_eval():  # numpyro's eager value, op by op
             return compute(instance)
 
 
-def _program_for(cls: type, name: str, compute: Callable[[Any], Any],
-                 treedef: Any) -> _Program | None:
-    """The compiled program of ``name`` shared by ``cls``'s instances of this tree structure;
-    None when it cannot be one (static fields without a hash, or a failed compile before)."""
-    programs = _memo(_programs, cls)
-    key = (name, compute, treedef)
+def _programmable(cls: type, name: str, compute: Callable[[Any], Any], treedef: Any) -> bool:
+    """Whether this tree structure can be a program's static argument (static fields
+    without a hash cannot) and did not fail to compile before."""
     try:
-        if key not in programs:
-            programs[key] = _program(compute, treedef)
-        return programs[key]
-    except TypeError:  # static fields without a hash: no shared program
-        return None
+        hash(treedef)
+    except TypeError:
+        return False
+    return (name, compute, treedef) not in _unprogrammable.get(cls, {})
 
 
-def _program(compute: Callable[[Any], Any], treedef: Any) -> _Program:
-    def value(leaves: list[Any], known: dict[str, Any]) -> Any:
+def _program_for(cls: type, name: str, compute: Callable[[Any], Any]) -> _Program:
+    """The compiled program of ``name`` shared by ``cls``'s instances: one jitted function
+    per class and property, its tree structure a static argument, so that JAX's own bounded
+    cache, not this table, holds one executable per leaf shapes."""
+    programs = _memo(_programs, cls)
+    program = programs.get((name, compute))
+    if program is None:
+        program = programs[(name, compute)] = _program(compute)
+    return program
+
+
+def _bounded(memo: dict[Any, Any]) -> dict[Any, Any]:
+    """``memo``, emptied first when it holds `MEMO_MAX` entries (a decision or a failure per
+    leaf shapes: a long-lived process that meets ever new shapes keeps a bounded table)."""
+    if len(memo) >= MEMO_MAX:
+        memo.clear()
+    return memo
+
+
+def _program(compute: Callable[[Any], Any]) -> _Program:
+    def value(treedef: Any, leaves: list[Any], known: dict[str, Any]) -> Any:
         rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
         for k, v in known.items():
             CACHE.give(rebuilt, k, v)
         return compute(rebuilt)
 
     value.__name__ = value.__qualname__ = f"hoisted_{getattr(compute, '__name__', 'value')}"
-    return jax.jit(value, compiler_options=_one_shot_options())
+    return jax.jit(value, static_argnums=0, compiler_options=_one_shot_options())
 
 
 def _one_shot_options() -> dict[str, Any] | None:

@@ -29,13 +29,13 @@ from numpyro.distributions.distribution import Distribution as _NumpyroDistribut
 
 from stabledist._src.batching import settled
 from stabledist._src.cache import CACHE
-from stabledist._src.children import holding_fields, replace_held
+from stabledist._src.children import replace_held_in
 from stabledist._src.describe import is_fork_base
 from stabledist._src.facts import StaticPredicate
 from stabledist._src.introspect import is_numpyro_class
 from stabledist._src.pytree import pytree_of
 from stabledist._src.records import is_stable_class, mirror_of, record_of
-from stabledist._src.user_classes import lint, warn_undeclared
+from stabledist._src.user_classes import lint, warn_undeclared, watches
 
 __all__ = ["finish_construction", "make_stable", "stabilize", "stabilize_children",
            "stable_class", "upstream_class", "wrap_factory"]
@@ -135,7 +135,7 @@ def _stable_copy(value: Any) -> Any:
     vars(copy).update(vars(value))
     stabilize_children(copy, settled)
     pytree_of(cls).set_batch_from_leaves(copy)  # the batch shape a round trip gives it
-    finish_construction(copy)  # lazy values numpyro stored (constructor's, reads): given
+    _finish_copy(copy)
     return copy
 
 
@@ -147,21 +147,27 @@ def stabilize_children(d: Any, batched: Callable[[Any], Any]) -> None:
     def stable(child: Any) -> Any:
         return batched(child) if is_stable_class(type(child)) else stabilize(child)
 
-    replace_held(d.__dict__, holding_fields(d), stable)
+    replace_held_in(d, stable)
 
 
 def finish_construction(d: Any) -> None:
-    """Give the cache the lazy values a constructor stored in ``d.__dict__``, and mark the
-    construction as ended (hot: every construction; one set comparison and one lookup when
-    there is nothing to move)."""
+    """Mark the construction of ``d`` as ended (hot: every construction). Its constructor's
+    values for lazy properties reached the cache through their setters; ``d.__dict__`` is only
+    looked at for a class `make_stable` made (its undeclared attributes are reported): reading
+    it would give every instance a dict object for good."""
+    if watches(type(d)):
+        warn_undeclared(type(d), d, record_of(type(d)))
+    CACHE.constructed(d)
+
+
+def _finish_copy(d: Any) -> None:
+    """`finish_construction` of a copy of a numpyro instance: the lazy values numpyro stored in
+    its ``__dict__`` (its constructor's, or read since) are given to the cache first."""
     record = record_of(type(d))
     state = d.__dict__
-    if not state.keys() <= record.fields:
-        for name in state.keys() & record.lazy:
-            CACHE.give(d, name, state.pop(name))
-        if not state.keys() <= record.fields:
-            warn_undeclared(type(d), d, record)
-    CACHE.constructed(d)
+    for name in state.keys() & record.lazy:
+        CACHE.give(d, name, state.pop(name))
+    finish_construction(d)
 
 
 def wrap_factory(factory: Callable[..., Any]) -> Callable[..., Any]:

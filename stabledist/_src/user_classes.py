@@ -21,7 +21,7 @@ import numpyro
 from stabledist._src.cache import CACHE
 from stabledist._src.records import ClassRecord
 
-__all__ = ["checked_own_flatten", "lint", "warn_undeclared"]
+__all__ = ["checked_own_flatten", "lint", "warn_undeclared", "watches"]
 
 _linted: set[type] = set()  # classes made by make_stable: attributes outside the table warn
 _warned: set[type] = set()  # classes whose undeclared attributes were reported
@@ -50,16 +50,26 @@ def lint(cls: type) -> None:
     _linted.add(cls)
 
 
+def watches(cls: type) -> bool:
+    """Whether an instance of ``cls`` is checked for undeclared attributes (its class or a
+    base was made by `make_stable`, and no warning was given yet). Hot: every construction."""
+    if cls in _warned:
+        return False
+    return any(c in _linted for c in cls.__mro__)
+
+
 def warn_undeclared(cls: type, instance: Any, record: ClassRecord) -> None:
     """Once per class made by `make_stable` (and its subclasses): attributes outside the field
     table do not survive tree_unflatten. A numpyro-style subclass (of `stabledist.Distribution`,
     or converted by `stable_internals`) drops such attributes in tree_unflatten exactly as
     numpyro does, and gets no warning numpyro would not give (under ``-W error`` it would
     raise)."""
-    if cls in _warned or not any(c in _linted for c in cls.__mro__):
+    if not watches(cls):
+        return
+    extra = sorted(instance.__dict__.keys() - record.fields)
+    if not extra:
         return
     _warned.add(cls)
-    extra = sorted(instance.__dict__.keys() - record.fields)
     warn_at_caller(
         f"{cls.__qualname__} sets attribute(s) {extra} that are not pytree fields, so "
         "tree_unflatten (jit, vmap, scan, ...) drops them; declare them in "
