@@ -53,6 +53,8 @@ class Profile:
     e2e_chains: int | None  # None: one chain per device (at least 2)
     # persistent compilation cache: (first process, second process) pairs per variant
     pcache_reps: int
+    # the import: pairs of fresh processes (numpyro.distributions, stabledist)
+    import_reps: int
     # memory churn
     churn_cycles: int
     churn_points: int
@@ -116,6 +118,7 @@ DEFAULT = Profile(
     e2e_prewarm=True,
     e2e_chains=None,
     pcache_reps=1,
+    import_reps=12,
     churn_cycles=5_000,
     churn_points=25,
     churn_light=False,
@@ -171,6 +174,7 @@ PROFILES: dict[str, Profile] = {
         e2e_prewarm=False,
         e2e_chains=1,
         pcache_reps=0,  # retraces only: the cross-process pairs start 4 Python processes
+        import_reps=2,
         churn_cycles=200,
         churn_points=5,
         churn_light=True,
@@ -210,6 +214,7 @@ PROFILES: dict[str, Profile] = {
         e2e_reps=1,
         e2e_models=("gp_predict",),
         pcache_reps=0,  # retraces only: the cross-process pairs start 4 Python processes
+        import_reps=6,
         churn_cycles=2_000,
         churn_points=20,
         scale_sites=(10, 30),
@@ -248,6 +253,7 @@ PROFILES: dict[str, Profile] = {
         e2e_models=ALL_MODELS,
         e2e_methods=("NUTS", "SVI"),
         pcache_reps=4,
+        import_reps=40,
         churn_cycles=300_000,
         churn_points=150,
         scale_sites=(100, 1_000, 10_000),

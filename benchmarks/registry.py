@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.bench_import import MAX_EXTRA_MIB, MAX_RATIO, import_rows, import_target
 from benchmarks.config import PROFILES, Profile
 from benchmarks.lazy_report import FLOORS, Floor, first_read_guard, hit_guard, lazy_rows, miss_guard
 from benchmarks.rows import (
@@ -936,6 +937,20 @@ REGISTRY: tuple[Benchmark, ...] = (
         ),
         plots=(Plot("bench-scale.png", "Time against size: a model with N sample sites, a "
                     "pytree of N distributions (log-log)", scale_plot),),
+    ),
+    Benchmark(
+        name="import",
+        heading="the import",
+        summary="import stabledist against import numpyro.distributions: wall time and peak "
+        "RSS in paired fresh processes, and whether the import started a JAX backend",
+        run=Deferred("bench_import", "bench_import"),
+        steps=lambda p: 1,
+        seconds=lambda p: 2.6 * p.import_reps,
+        rows=import_rows,
+        targets=(Target("import", f"import stabledist at most {MAX_RATIO:.2f}x the wall time "
+                        f"of import numpyro.distributions and at most +{MAX_EXTRA_MIB:g} MiB "
+                        "peak RSS (medians of paired fresh processes), no backend started",
+                        rank=18, check=import_target),),
     ),
 )
 
