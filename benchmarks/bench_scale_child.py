@@ -188,7 +188,7 @@ def internal_tables() -> dict[str, int]:
 
     memos = (hoisting._decisions, hoisting._programs, hoisting._unprogrammable)
     return {"owners": len(CACHE._owners), "values": sum(map(len, CACHE._tables.values())),
-            "value_tables": len(CACHE._tables), "holders": len(CACHE._holders),
+            "value_tables": len(CACHE._tables), "holders": len(CACHE._holding),
             "hoisting_entries": sum(len(m) for table in memos for m in table.values()),
             "batch_shape_entries": sum(map(len, batching._derived_shapes.values()))}
 

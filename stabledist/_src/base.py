@@ -77,7 +77,7 @@ class _RegisteredByStabledist(_NumpyroDistribution):
 
 
 assert FORK_BASE == "_stabledist_fork_base"
-_owners, _holders = CACHE.owners, CACHE.holders
+_owners, _holding, _constructing = CACHE.owners, CACHE.holding, CACHE.constructing_keys
 
 
 class Distribution(_RegisteredByStabledist, _NumpyroDistribution, metaclass=StableMeta,
@@ -116,7 +116,8 @@ class Distribution(_RegisteredByStabledist, _NumpyroDistribution, metaclass=Stab
         none is served for leaves it was not computed from (numpyro's would be stale)."""
         object.__setattr__(self, name, value)
         key = id(self)
-        if (key in _owners or key in _holders) and name in record_of(type(self)).fields:
+        if (key in _owners or (_holding and key not in _constructing)) and (
+                name in record_of(type(self)).fields):
             CACHE.changed(self)
 
     for _name in ("expand", "expand_by", "to_event", "mask"):  # numpyro's annotations

@@ -19,8 +19,11 @@ released by a weak reference when the instance dies, so:
 * assigning a field of an instance after its construction (``d.scale_tril = L``,
   ``d.base_dist.loc = x``) drops its values, given or not, and those of every distribution
   that holds it (`changed`): a value is never served for leaves it was not computed from
-  (numpyro serves the stale ``__dict__`` value there). What a holder holds is recorded with
-  its first value, when it could first matter.
+  (numpyro serves the stale ``__dict__`` value there). The holders are found when the
+  assignment happens: the instances with values whose class may hold a distribution are
+  indexed (`holding`), and each is walked then (`stabledist._src.children.descendants`). An
+  assignment after construction is rare (numpyro's own inference code makes none), a first
+  read is not: it pays one dict insert for a holder, nothing for the others.
 
 The cache knows nothing of traces, hoisting or where a value was computed: it gets, stores
 and releases. Whether a value may be stored (it holds no tracer) is decided by its caller.
@@ -31,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from stabledist._src.children import descendants
@@ -52,18 +55,16 @@ class CacheInfo(NamedTuple):
 
 class _Owner(weakref.ref):
     """The weak reference to an instance with values, and its bookkeeping: its key, the names
-    it has values for, which of them it was given, and the keys of the distributions below it
-    recorded with its first value (``held``; None until then). One object per instance with
-    values, made in C (no Python ``__init__``); its callback drops the instance's values.
+    it has values for and which of them it was given. One object per instance with values,
+    made in C (no Python ``__init__``); its callback drops the instance's values.
     ``names`` and ``given`` are shared frozensets (`LazyValueCache._canonical`), replaced,
     never changed in place. Whether its instance is still under construction is the cache's
     ``_constructing``, not a field: one truth, and one field less per instance."""
 
-    __slots__ = ("given", "held", "key", "names")
+    __slots__ = ("given", "key", "names")
     key: int
     names: frozenset[str]
     given: frozenset[str]
-    held: tuple[int, ...] | None
 
 
 class LazyValueCache:
@@ -72,22 +73,22 @@ class LazyValueCache:
     Each lazy property owns a table ``id(instance) -> value`` (`table`), so a hit is one dict
     lookup, done by the property itself. Keys are ids, not instances, so distributions need
     neither ``__hash__`` nor ``__eq__``; an instance's weak-reference callback removes its
-    values before its ``id`` can be reused. ``holders`` maps the key of a distribution held by
-    one with values to those holders' owners: an assignment to it drops their values.
+    values before its ``id`` can be reused. ``holding`` indexes the owners of instances whose
+    class may hold distributions: an assignment to a distribution below one drops its values.
     """
 
     def __init__(self) -> None:
         self._tables: dict[str, dict[int, Any]] = {}
         self._singletons: dict[str, frozenset[str]] = {}
         self._owners: dict[int, _Owner] = {}
-        self._holders: dict[int, _Owner | dict[int, _Owner]] = {}
-        # read-only views, for the one test on every field assignment (`watched`)
+        self._holding: dict[int, _Owner] = {}  # the owners whose instance may hold others
+        self._constructing: set[int] = set()  # keys of instances whose __init__ runs
+        # read-only views, for the one test on every field assignment (`Distribution`)
         self.owners: Mapping[int, object] = self._owners
-        self.holders: Mapping[int, object] = self._holders
+        self.holding: Mapping[int, object] = self._holding
+        self.constructing_keys: Collection[int] = self._constructing
         self.lock = threading.Lock()
         self._release_callback = self._release  # one bound method, not one per owner
-        self._orphans: list[_Owner] = []  # dead holders whose records wait for the lock
-        self._constructing: set[int] = set()  # keys of instances whose __init__ runs
         self._sets: dict[frozenset[str], frozenset[str]] = {_NOTHING: _NOTHING}
         self.store: Callable[[object, str, dict[int, Any], Any], Any] = self._storing()
         """``store(instance, name, table, value)``: store ``value`` as ``instance``'s value of
@@ -103,12 +104,11 @@ class LazyValueCache:
     def _storing(self) -> Callable[[object, str, dict[int, Any], Any], Any]:
         """`store`, with what it reads bound once as closure cells (no attribute lookups on
         the first-read path), and an instance's first value made inline: one weak reference,
-        two inserts and, for a class that holds no distribution, no call."""
+        two inserts (three for a class that may hold distributions), no call."""
         owners, owners_get, singletons = self._owners, self._owners.get, self._singletons
         acquire, release = self.lock.acquire, self.lock.release
         callback, new_owner = self._release_callback, self._new_owner
-        canonical = self._canonical
-        record_held = self._record_held
+        canonical, holding = self._canonical, self._holding
 
         def store(instance: object, name: str, table: dict[int, Any], value: Any) -> Any:
             key = id(instance)
@@ -124,17 +124,13 @@ class LazyValueCache:
                     except TypeError:
                         owner = new_owner(instance, key)  # raises the clear error
                     owner.key, owner.names, owner.given = key, singletons[name], _NOTHING
-                    owner.held = None
                     owners[key] = owner
+                    record = find(type(instance))
+                    if record is None or record.nested:
+                        holding[key] = owner
                 elif name not in owner.names:
                     owner.names = canonical(owner.names | singletons[name])
                 table[key] = value
-                if owner.held is None:
-                    record = find(type(instance))
-                    if record is not None and not record.nested:
-                        owner.held = ()  # holds nothing: nothing to record
-                    else:
-                        record_held(owner, instance)
                 return value
             finally:
                 release()
@@ -151,8 +147,6 @@ class LazyValueCache:
             owner.names = self._canonical(owner.names | self._singletons[name])
             owner.given = self._canonical(owner.given | self._singletons[name])
             table[key] = value
-            if owner.held is None:
-                self._record_held(owner, instance)
 
     def given(self, instance: object) -> dict[str, Any]:
         """The values ``instance`` was given (empty if none)."""
@@ -181,30 +175,22 @@ class LazyValueCache:
         finally:
             self._constructing.discard(key)
 
-    def constructed(self, instance: object) -> None:
-        """The construction of ``instance`` has ended: what it holds is final, so an instance
-        given values during its construction records it now (hot: every construction, one
-        dict lookup)."""
-        owner = self._owners.get(id(instance))
-        if owner is not None:
-            if owner.held is None:
-                with self.lock:
-                    self._record_held(owner, instance)
-
     def changed(self, instance: object) -> None:
         """A field of ``instance`` was assigned: drop its values and those of every
-        distribution that holds it, transitively (values given during a construction that is
-        still running stay: the constructor's own assignments follow them). What each of them
-        holds is recorded again with its next value (the field may hold another one now)."""
+        distribution with values that holds it, directly or further up, as they hold it now
+        (values given during a construction that is still running stay: the constructor's
+        own assignments follow them). Walks every indexed holder: an assignment after
+        construction is rare, a first read is not."""
+        key = id(instance)
         with self.lock:
-            while self._orphans:
-                self._forget_held(self._orphans.pop())
-            self._drop(id(instance), set())
+            self._drop(key)
+            for holder_key, owner in list(self._holding.items()):
+                holder = owner()
+                if holder is not None and holder_key != key and any(
+                        d is instance for d in descendants(holder)):
+                    self._drop(holder_key)
 
-    def _drop(self, key: int, seen: set[int]) -> None:
-        if key in seen:
-            return
-        seen.add(key)
+    def _drop(self, key: int) -> None:
         owner = self._owners.get(key)
         if owner is not None:
             constructed = key not in self._constructing
@@ -214,9 +200,6 @@ class LazyValueCache:
             owner.names = self._canonical(owner.names - drop)
             if constructed:
                 owner.given = _NOTHING
-            self._forget_held(owner)
-        for holder in self._holders_of(key):
-            self._drop(holder.key, seen)
 
     def clear(self) -> None:
         """Forget every computed value (live instances recompute on their next read); given
@@ -226,8 +209,10 @@ class LazyValueCache:
                 for name in owner.names - owner.given:
                     self._tables[name].pop(key, None)
                 owner.names = self._canonical(owner.names & owner.given)
-                if not owner.names and not owner.held and self._owners.get(key) is owner:
+                if not owner.names and self._owners.get(key) is owner:
                     del self._owners[key]  # (its instance may have died during this loop)
+                    if self._holding.get(key) is owner:
+                        del self._holding[key]
 
     def info(self) -> CacheInfo:
         owners = list(self._owners.values())
@@ -249,41 +234,11 @@ class LazyValueCache:
                 "cached externally"
             ) from None
         owner.key, owner.names, owner.given = key, _NOTHING, _NOTHING
-        owner.held = None
         self._owners[key] = owner
+        record = find(type(instance))
+        if record is None or record.nested:
+            self._holding[key] = owner
         return owner
-
-    def _record_held(self, owner: _Owner, instance: object) -> None:
-        """``instance`` got its first value: record it as a holder of every distribution
-        below it, so that an assignment to one of them drops its values (a class that holds
-        none records nothing: one lookup). A distribution with one holder maps to that
-        holder's owner, with several to a dict of them by key: no dict per child."""
-        below = descendants(instance)
-        if not below:
-            owner.held = ()
-            return
-        if self._orphans:  # dead holders whose records waited for the lock
-            while self._orphans:
-                self._forget_held(self._orphans.pop())
-        keys = tuple([id(d) for d in below])
-        holders, key = self._holders, owner.key
-        for child in keys:
-            found = holders.get(child)
-            if found is None or found is owner:
-                holders[child] = owner
-            elif isinstance(found, dict):
-                found[key] = owner
-            elif found.key == key:  # (a dead owner's record under a reused key)
-                holders[child] = owner
-            else:
-                holders[child] = {found.key: found, key: owner}
-        owner.held = keys
-
-    def _holders_of(self, key: int) -> list[_Owner]:
-        found = self._holders.get(key)
-        if found is None:
-            return []
-        return list(found.values()) if isinstance(found, dict) else [found]
 
     def _shrink(self, names: frozenset[str]) -> None:
         """Give back the memory of tables that emptied (a dict keeps its largest size): a
@@ -293,41 +248,27 @@ class LazyValueCache:
                 self._tables[name].clear()
         if not self._owners:
             self._owners.clear()
-        if not self._holders:
-            self._holders.clear()
-
-    def _forget_held(self, owner: _Owner) -> None:
-        holders, key = self._holders, owner.key
-        for child in owner.held or ():
-            found = holders.get(child)
-            if found is owner:
-                del holders[child]
-            elif isinstance(found, dict) and found.get(key) is owner:
-                del found[key]
-                if len(found) == 1:
-                    holders[child] = next(iter(found.values()))
-        owner.held = None
+        if not self._holding:
+            self._holding.clear()
 
     def _release(self, owner: _Owner) -> None:
-        """Weak-reference callback: the instance died; drop its values at once (its id cannot
-        be reused before this returns), and its records as a holder under the lock, or with
-        the next holder's first value if the lock is busy (the callback may run inside the
-        cache's own locked code, at any allocation, in any thread)."""
+        """Weak-reference callback: the instance died; drop its values and index entries at
+        once (its id cannot be reused before this returns; the callback may run inside the
+        cache's own locked code, at any allocation, in any thread: single dict operations
+        only), and give back emptied tables' memory when the lock is free."""
         key = owner.key
         if self._owners.get(key) is owner:
             self._owners.pop(key, None)  # (`clear` may have removed it meanwhile)
+        if self._holding.get(key) is owner:
+            self._holding.pop(key, None)
         tables = self._tables
         for name in owner.names:
             tables[name].pop(key, None)
         if self.lock.acquire(blocking=False):
             try:
-                if owner.held:
-                    self._forget_held(owner)
                 self._shrink(owner.names)
             finally:
                 self.lock.release()
-        elif owner.held:
-            self._orphans.append(owner)
 
 
 CACHE = LazyValueCache()

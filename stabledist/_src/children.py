@@ -3,17 +3,16 @@
 A distribution holds others in its data fields (``Independent.base_dist``), directly or in a
 list or tuple (``MixtureGeneral``'s components). For a stable class the fields that may hold
 one are its record's ``nested`` fields; a numpyro instance (one being made stable) is looked
-at whole. The cache records what a holder holds (an assignment to a held distribution drops
-its holders' values), construction replaces numpyro children by stable copies, batch shapes
+at whole. The cache finds what holds an assigned distribution (its holders' values are
+dropped), construction replaces numpyro children by stable copies, batch shapes
 are restored or settled child by child, slices slice each child: all through `held` and
 `replace_held`, so a list and a tuple mean the same everywhere.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
@@ -46,29 +45,38 @@ def held(d: Any) -> list[Any]:
     the garbage collector, on every construction of a holder)."""
     record = find(type(d))
     if record is None:
-        state = getattr(d, "__dict__", {})
-        names: Iterable[str] = list(state)
-        get: Callable[[str], Any] = state.get
-    elif not record.nested:
+        return _held_in(list(getattr(d, "__dict__", {}).values()))
+    if not record.nested:
         return []
-    else:
-        names = record.nested
-        get = functools.partial(_field, d)
+    values = []
+    for name in record.nested:
+        try:
+            values.append(_getattribute(d, name))
+        except AttributeError:  # an unset field
+            pass
+    return _held_in(values)
+
+
+def _held_in(values: list[Any]) -> list[Any]:
     found = []
-    for name in names:
-        value = get(name)
+    for value in values:
         kind = type(value)
-        if isinstance(kind, _META):
+        if kind is list or kind is tuple:
+            for element in value:
+                if isinstance(type(element), _META):
+                    found.append(element)
+        elif isinstance(kind, _META):
             found.append(value)
-        elif kind is list or kind is tuple:
-            found.extend(v for v in cast(Sequence[Any], value) if isinstance(type(v), _META))
     return found
+
+
+_getattribute = object.__getattribute__
 
 
 def descendants(d: Any) -> list[Any]:
     """Every distribution below ``d``: what it holds, what those hold, ... (each once). Runs
-    with the first value of every holder: a holder whose children hold nothing (the common
-    case) costs one `held` and one record lookup per child."""
+    for every holder with values when a distribution is assigned to: a holder whose children
+    hold nothing (the common case) costs one `held` and one record lookup per child."""
     found = held(d)
     seen: set[int] | None = None
     i = 0

@@ -151,13 +151,12 @@ def stabilize_children(d: Any, batched: Callable[[Any], Any]) -> None:
 
 
 def finish_construction(d: Any) -> None:
-    """Mark the construction of ``d`` as ended (hot: every construction). Its constructor's
-    values for lazy properties reached the cache through their setters; ``d.__dict__`` is only
-    looked at for a class `make_stable` made (its undeclared attributes are reported): reading
-    it would give every instance a dict object for good."""
+    """What every construction ends with (hot): its constructor's values for lazy properties
+    reached the cache through their setters; ``d.__dict__`` is only looked at for a class
+    `make_stable` made (its undeclared attributes are reported): reading it would give every
+    instance a dict object for good."""
     if watches(type(d)):
         warn_undeclared(type(d), d, record_of(type(d)))
-    CACHE.constructed(d)
 
 
 def _finish_copy(d: Any) -> None:

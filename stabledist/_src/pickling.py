@@ -48,7 +48,6 @@ def restore_state(d: Any, state: Any) -> None:
     vars(d).update(state)
     for name, value in given.items():
         CACHE.give(d, name, value)
-    CACHE.constructed(d)
 
 
 def reduce(d: Any, protocol: Any) -> Any:

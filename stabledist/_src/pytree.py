@@ -74,7 +74,6 @@ class _Layout:
     hybrid: tuple[tuple[int, str, Any], ...]  # (leaf index, name, static test)
     list_aux: frozenset[str]
     array_at: tuple[int, ...]  # parameters: never a distribution or a string
-    shadowed: frozenset[str]  # fields a class attribute with a setter hides (see _setting)
 
     @property
     def names(self) -> frozenset[str]:
@@ -87,24 +86,7 @@ def _layout(cls: type, table: FieldTable) -> _Layout:
         qualname=cls.__qualname__, data=data, required_aux=table.aux[:-1],
         hybrid=tuple((data.index(n), n, test) for n, test in table.hybrid.items()),
         list_aux=table.list_aux,
-        array_at=tuple(i for i, n in enumerate(data) if n in table.array_fields),
-        shadowed=frozenset(n for n in (*data, *table.aux)
-                           if hasattr(type(_class_attribute(cls, n)), "__set__")))
-
-
-def _class_attribute(cls: type, name: str) -> Any:
-    return next((vars(base)[name] for base in cls.__mro__ if name in vars(base)), None)
-
-
-def _setting(layout: _Layout, name: str, value: str) -> str:
-    """The line that sets field ``name`` of a new instance ``d``: ``object.__setattr__`` (no
-    bookkeeping), which keeps the instance's attributes inline, without a ``__dict__`` object
-    (one more object per instance for the garbage collector to track), as numpyro's unflatten
-    does; a field a class attribute with a setter hides (numpyro's ``mean`` parameter of a
-    class whose ``mean`` is a property) is written into ``__dict__`` past it."""
-    if name in layout.shadowed:
-        return f"d.__dict__[{name!r}] = {value}"
-    return f"osa(d, {name!r}, {value})"
+        array_at=tuple(i for i, n in enumerate(data) if n in table.array_fields))
 
 
 def register(cls: type, record: ClassRecord,
@@ -162,7 +144,7 @@ def _batch_check_lines(rule: BatchRule | None, layout: _Layout, nested: tuple[st
     shapes back."""
     if rule is None:
         return []
-    restore = ([f"    restore_children(d.__dict__, {nested!r})"]
+    restore = ([f"    restore_children(state, {nested!r})"]
                if rule.restores_children and nested else [])
     if rule.keep:
         return restore
@@ -206,25 +188,27 @@ def _flatten_lines(layout: _Layout) -> list[str]:
 
 def _unflatten_lines(layout: _Layout, check: list[str]) -> list[str]:
     """``unflatten(statics, children)``: the instance, without running its constructor (JAX may
-    put anything in a leaf: tracers, dtypes, in_axes specs), its fields set one by one
-    (`_setting`), then the batch check."""
+    put anything in a leaf: tracers, dtypes, in_axes specs), its ``__dict__`` made whole in
+    one step (fields set one by one would keep them inline, without a dict object, but cost
+    a call each, and the next flatten reads ``__dict__`` anyway), then the batch check."""
     leaves = [f"_{i}" for i in range(len(layout.data))]
     statics = [f"_a{i}" for i in range(len(layout.required_aux))]
     hybrid = [f"_h{j}" for j in range(len(layout.hybrid))]
     values = [f"(list({v}) if type({v}) is tuple else {v})" if n in layout.list_aux else v
               for n, v in zip(layout.required_aux, statics)]
-    sets = ["    " + _setting(layout, n, v) for n, v in zip(
-        (*layout.data, *layout.required_aux, VALIDATE), [*leaves, *values, "va"])]
+    state = [f"{n!r}: {v}" for n, v in zip((*layout.data, *layout.required_aux, VALIDATE),
+                                            [*leaves, *values, "va"])]
     set_hybrid = [line for j, (_, name, _) in enumerate(layout.hybrid) for line in (
-        f"    if _h{j} is not None:", "        " + _setting(
-            layout, name, f"_h{j}.value if type(_h{j}) is StaticValue else _h{j}"))]
+        f"    if _h{j} is not None:",
+        f"        state[{name!r}] = _h{j}.value if type(_h{j}) is StaticValue else _h{j}")]
     return [
         "def unflatten(statics, children):", "    try:",
         f"        ({''.join(v + ', ' for v in leaves)}) = children",
         f"        ({''.join(v + ', ' for v in (*statics, 'va', *hybrid))}absent) = statics",
         "    except (TypeError, ValueError):", "        invalid(statics, children)",
-        "    d = new(cls)", *sets, *set_hybrid,
-        "    if absent:", "        drop_absent(d.__dict__, absent, statics)",
+        f"    state = {{{', '.join(state)}}}", *set_hybrid,
+        "    if absent:", "        drop_absent(state, absent, statics)",
+        "    d = new(cls)", "    osa(d, '__dict__', state)  # a new instance: no bookkeeping",
         *check, "    return d"]
 
 
