@@ -131,3 +131,25 @@ def test_e2e_target_uses_the_interval_rule() -> None:
     res.cases = [Case("m SVI", {}, {"numpyro": [1.0], "stabledist": [2.0]})]
     verdict = check(res)
     assert verdict is not None and verdict.passed is None  # one repetition: no interval
+
+
+def test_versus_compares_stabledist_before_and_after_per_row() -> None:
+    """``python -m benchmarks.versus``: a row twice as fast after (numpyro unchanged) reads
+    2x, raw and over numpyro's; a row whose numpyro time doubled with stabledist's (the
+    machine, not the change) reads 2x raw and 1x over numpyro's; a row missing from a run
+    is left out."""
+    from benchmarks.versus import compare
+
+    def run(fast: float, slow: float, load: float) -> dict[tuple[str, str], dict[str, object]]:
+        return {("lazy", "miss"): {"stabledist": fast, "numpyro": 100.0, "unit": "ns"},
+                ("flatten", "rt"): {"stabledist": slow, "numpyro": 50.0 * load, "unit": "ns"},
+                ("dispatch", "x"): {"stabledist": 1.0, "numpyro": 1.0, "unit": "ns"}}
+
+    before = [run(200.0 * k, 20.0 * k, 1.0) for k in (1.0, 1.1, 0.9)]
+    after = [run(100.0 * k, 10.0 * k, 0.5) for k in (1.0, 1.1, 0.9)]
+    del after[1][("dispatch", "x")]
+    lines = compare({"before": before, "after": after})
+    assert len(lines) == 3  # the header, lazy, flatten
+    miss, flat = lines[1].split(), lines[2].split()
+    assert miss[:3] == ["lazy", "/", "miss"] and miss[5] == miss[7] == "2.000x"
+    assert flat[:3] == ["flatten", "/", "rt"] and (flat[5], flat[7]) == ("2.000x", "1.000x")
