@@ -104,8 +104,8 @@ def _k(file: str, expr: str) -> tuple[str, ...]:
 MUTANTS: tuple[AstMutant, ...] = (
     # ---- reads.py and hoisting.py ------------------------------------------------------------
     AstMutant(
-        HOISTING, "compute_hoisted", "program(leaves, _arrays_only(known))",
-        "jax.tree_util.tree_map(lambda v: v * 2, program(leaves, _arrays_only(known)))",
+        HOISTING, "compute_hoisted", "program(treedef, leaves, _arrays_only(known))",
+        "jax.tree_util.tree_map(lambda v: v * 2, program(treedef, leaves, _arrays_only(known)))",
         "hoisting: a value hoisted by a compiled program (mode \"program\") is doubled",
         _k(_CACHE_TESTS, "test_long_hoisted_computation_is_one_program_shared"),
     ),
