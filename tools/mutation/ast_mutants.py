@@ -233,11 +233,11 @@ MUTANTS: tuple[AstMutant, ...] = (
         _PYTREE_TESTS,
     ),
     AstMutant(
-        MIRRORS, "finish_construction",
+        MIRRORS, "_finish_copy",
         "for name in state.keys() & record.lazy:\n    CACHE.give(d, name, state.pop(name))",
         None,
-        "mirrors: a constructor's stored lazy values stay in __dict__ (never given to the "
-        "cache)",
+        "mirrors: the lazy values a numpyro instance stored in __dict__ stay there in its "
+        "stable copy (never given to the cache)",
         _PYTREE_TESTS,
     ),
     # ---- pickling.py and base.py: given values -------------------------------------------------
