@@ -184,7 +184,9 @@ class LazyValueCache:
         key = id(instance)
         with self.lock:
             self._drop(key)
-            for holder_key, owner in list(self._holding.items()):
+            # a copy (made in C, no callback can run inside it): a dying instance's callback
+            # may remove its entry at any allocation of the walk below
+            for holder_key, owner in self._holding.copy().items():
                 holder = owner()
                 if holder is not None and holder_key != key and any(
                         d is instance for d in descendants(holder)):
@@ -205,7 +207,7 @@ class LazyValueCache:
         """Forget every computed value (live instances recompute on their next read); given
         values are instance state and stay."""
         with self.lock:
-            for key, owner in list(self._owners.items()):
+            for key, owner in self._owners.copy().items():
                 for name in owner.names - owner.given:
                     self._tables[name].pop(key, None)
                 owner.names = self._canonical(owner.names & owner.given)
