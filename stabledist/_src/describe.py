@@ -5,7 +5,7 @@ pure step from the class, the class it mirrors and `stabledist._src.facts`.
 which attributes are leaves, in declaration order -, the lazy names, the nested fields, each
 parameter's event rank, where the batch shape is read (`BatchRule`) and the class's `Facts`)
 and the attributes to install (cached lazy properties, recomputed attributes, precedence
-restored, ``sample`` with a message for a missing key). The registration
+restored, ``sample`` and ``log_prob`` whose errors say what to pass: `messages`). The registration
 (`stabledist._src.registration`) installs them and records the record
 (`stabledist._src.records`).
 
@@ -17,17 +17,16 @@ structure whatever it was built from or has read.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 from numpyro.distributions.util import lazy_property
-from numpyro.util import is_prng_key
 
 from stabledist._src.facts import EVENT, Facts, StaticPredicate, facts_of
 from stabledist._src.introspect import class_attribute, is_numpyro_class
 from stabledist._src.lazy import cached_lazy_property, is_lazy, lazy_property_of
+from stabledist._src.messages import EXPLAINED, explaining
 from stabledist._src.records import (
     BASE_AUX,
     VALIDATE,
@@ -80,9 +79,10 @@ def describe(cls: type, source: type) -> Description:
                         own_flatten=own is not None)
     if own is not None and own[2]:
         install.update(own[2])
-    sample = keyed_sample(cls)
-    if sample is not None:
-        install["sample"] = sample
+    for name in EXPLAINED:
+        method = explaining(cls, name)
+        if method is not None:
+            install[name] = method
     nested = tuple(n for n in table.data if n not in table.array_fields)
     ranks = _event_ranks(cls, facts)
     record = ClassRecord(
@@ -91,43 +91,6 @@ def describe(cls: type, source: type) -> Description:
         event_ranks=ranks, batch=batch_rule(table, facts, ranks),
         own=None if own is None else (own[0], own[1]))
     return Description(record, install)
-
-
-def keyed_sample(cls: type) -> Callable[..., Any] | None:
-    """``cls``'s own ``sample`` (the first in its MRO that is not one of these), wrapped so
-    that a first argument that is no PRNG key gets a message saying what to pass (numpyro's
-    ``assert is_prng_key(key)`` has none); None where the one ``cls`` inherits wraps it
-    already. Per class, so that ``typing.get_type_hints`` reads each class's annotations."""
-    sample = next((vars(b)["sample"] for b in cls.__mro__
-                   if "sample" in vars(b) and not hasattr(vars(b)["sample"], _KEYED)), None)
-    inherited = class_attribute(cls, "sample")
-    if not callable(sample) or getattr(inherited, "__wrapped__", None) is sample:
-        return None
-
-    @functools.wraps(sample)
-    def keyed(self: Any, key: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return sample(self, key, *args, **kwargs)
-        except AssertionError as error:
-            if error.args or is_prng_key(key):
-                raise
-            raise AssertionError(
-                f"{type(self).__name__}.sample expects a PRNG key as its first argument, such "
-                f"as jax.random.key(0) or jax.random.PRNGKey(0); got {_described(key)}"
-            ) from None
-
-    setattr(keyed, _KEYED, True)
-    return keyed
-
-
-_KEYED = "_stabledist_keyed"
-
-
-def _described(value: Any) -> str:
-    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
-    if shape is not None and dtype is not None:
-        return f"an array of shape {tuple(shape)} and dtype {dtype}"
-    return f"{type(value).__name__} {value!r}"[:120]
 
 
 def recomputed_attributes(cls: type, facts: Facts) -> dict[str, Callable[[Any], Any]]:
