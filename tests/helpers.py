@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 
+import jax
 import jax.numpy as jnp
 import numpyro.distributions as nd
 from numpyro.distributions.util import lazy_property
@@ -48,7 +49,25 @@ def worker_group(nodeid: str) -> str:
 
 
 __all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "UserDist", "class_group",
-           "nd", "sd", "worker_group"]
+           "compiled_read", "nd", "sd", "worker_group"]
+
+
+@jax.jit
+def _log_prob(d, x):
+    return d.log_prob(x)
+
+
+_READS = {"log_prob": _log_prob, "mean": jax.jit(lambda d: d.mean),
+          "variance": jax.jit(lambda d: d.variance)}
+
+
+def compiled_read(what: str, d, *args):
+    """``d.log_prob(x)``, ``d.mean`` or ``d.variance`` of a batched or sliced distribution, in one
+    compiled program: read eagerly, every operation compiles once more for each new batch shape
+    (~60 programs for a Wishart's log_prob and sampler), which was most of test_batched's and
+    test_slicing's time. One function object per read, so equal structures share the trace.
+    Eager reads of slices are checked by test_slicing.py::test_an_element_is_what_vmap_sees."""
+    return _READS[what](d, *args)
 
 
 @sd.make_stable
