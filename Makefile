@@ -15,7 +15,7 @@ OLDEST_PINS := numpyro==0.21.0 jax==0.7.0 jaxlib==0.7.0
 OLDEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py
 
-.PHONY: bench test test-x64 test-integration test-default-codegen test-simplified-constants typecheck stubs test-properties test-oldest test-newest test-upstream \
+.PHONY: bench test-bench release-check test test-x64 test-integration test-default-codegen test-simplified-constants typecheck stubs test-properties test-oldest test-newest test-upstream \
 	test-upstream-slice test-mutation test-mutation-full docs clean browser
 
 $(STAMP): pyproject.toml
@@ -38,6 +38,16 @@ $(BENCH_STAMP): pyproject.toml
 bench: $(BENCH_STAMP)
 	$(PY) -m benchmarks $(ARGS)
 
+# The benchmark's own tests, beside it in benchmarks/tests (not part of `make test`): the
+# registry, the report and the page, and the strict smoke run of the whole suite (CI's step).
+test-bench: $(STAMP)
+	$(PY) -m pytest benchmarks/tests $(ARGS)
+
+# Before a release: the published benchmark numbers (docs/benchmarks.md) measured the code as it
+# is; says how far stabledist/ and benchmarks/ moved since, and fails while they have.
+release-check: $(BENCH_STAMP)
+	$(PY) -m benchmarks.release
+
 # One worker per core (pytest-xdist); all tests of one distribution class go to the same
 # worker (--dist loadgroup, as tests/conftest.py defines it: the class a test's parameter
 # names, else its module), so they share its compiled operations.
@@ -45,6 +55,7 @@ XDIST := -n auto --dist loadgroup
 
 test: $(STAMP)
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-logo --no-cache   # the layers of pyproject.toml
 	$(MAKE) typecheck
 	$(PY) -m pytest $(XDIST) -m "not integration" $(ARGS)
 	$(MAKE) test-x64
@@ -62,7 +73,7 @@ test-x64: $(STAMP)
 
 # The tests that start fresh processes or environments (marked `integration`): the wheel in a
 # new venv, pyright and mypy on a user's file, every docs page on its own, two jax.distributed
-# processes, the benchmark's smoke run. CI runs them after `make test`.
+# processes. CI runs them after `make test` (the benchmark's smoke run: `make test-bench`).
 test-integration: $(STAMP) browser
 	STABLEDIST_TEST_XLA_DEFAULTS=1 $(PY) -m pytest $(XDIST) -m integration $(ARGS)
 
@@ -160,6 +171,11 @@ NEWEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py tests/test_export.py tests/test_slicing.py \
 	tests/test_batched.py tests/test_parity.py tests/test_jax_private.py tests/test_readme.py
 NEWEST_PROPERTIES := test_jit or test_upstream or test_round_trip or test_vmap or test_scan
+# Every documented example on the stack users install (each docs page and the README in a fresh
+# process, as tests/test_docs_examples.py runs them), and the multi-process program the parallel
+# guide shows (tests/test_multiprocess.py): integration tests, run with XLA's defaults. The
+# `checkpoints` extra is what the checkpoint example of docs/guides/jax-values.md imports.
+NEWEST_DOCS_TESTS := tests/test_docs_examples.py tests/test_multiprocess.py
 
 $(NEWEST_STAMP): pyproject.toml
 	@py="$(NEWEST_PYTHON)"; root=$$(pyenv root 2>/dev/null || echo "$$HOME/.pyenv"); \
@@ -176,7 +192,7 @@ $(NEWEST_STAMP): pyproject.toml
 	fi; \
 	echo "newest stack: $$py"; rm -rf $(NEWEST_VENV); "$$py" -m venv $(NEWEST_VENV)
 	$(NEWEST_PY) -m pip install --quiet --upgrade pip
-	$(NEWEST_PY) -m pip install --quiet -e ".[test]"
+	$(NEWEST_PY) -m pip install --quiet -e ".[test,checkpoints]"
 	touch $(NEWEST_STAMP)
 
 # CI: the newest stack (a fresh machine's newest Python, the newest releases admitted).
@@ -185,6 +201,8 @@ test-newest: $(NEWEST_STAMP)
 		'numpyro', numpyro.__version__, 'jax', jax.__version__)"
 	$(NEWEST_PY) -m pytest $(XDIST) -m "not integration" $(NEWEST_TESTS) $(ARGS)
 	$(NEWEST_PY) -m pytest $(XDIST) tests/test_properties.py -k "$(NEWEST_PROPERTIES)" $(ARGS)
+	STABLEDIST_TEST_XLA_DEFAULTS=1 $(NEWEST_PY) -m pytest $(XDIST) -m integration \
+		$(NEWEST_DOCS_TESTS) $(ARGS)
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict

@@ -29,14 +29,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="profile", action="store_const", const="quick",
-                      help="fewer sizes and repetitions (1-2 minutes on 2 cores)")
+                      help="fewer sizes and repetitions (about 2 minutes on 2 cores)")
     size.add_argument("--full", dest="profile", action="store_const", const="full",
-                      help="more sizes and repetitions (about half an hour on 2 cores)")
+                      help="more sizes and repetitions: NUTS, batch 1,000,000, 10,000 sample "
+                      "sites, pytrees of 100,000 (about an hour on 2 cores)")
     size.add_argument("--smoke", dest="profile", action="store_const", const="smoke",
                       help="tiny sizes, only to check that the code runs (used by the tests)")
     size.add_argument("--default", dest="profile", action="store_const", const="default",
-                      help="the default profile even with --device gpu/tpu, which otherwise "
-                      "runs it shrunk to fit a 10-minute device lease (profile 'accelerator')")
+                      help="the default profile (about 4 minutes on 2 cores) even with --device "
+                      "gpu/tpu, which otherwise runs it with the H200's end-to-end rows, "
+                      "planned for a 10-minute device lease (profile 'accelerator')")
     parser.set_defaults(profile=None)
     parser.add_argument("--device", choices=("auto", "cpu", "gpu", "tpu"), default="auto",
                         help="JAX backend: auto (JAX's choice), or sets JAX_PLATFORMS "
@@ -58,7 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--publish", action="store_true",
                         help="after the run, rewrite the results in docs/benchmarks.md and "
                         "docs/img/ (states the commit measured; refuses uncommitted changes "
-                        "under stabledist/ or benchmarks/ unless --allow-dirty)")
+                        "under stabledist/ or benchmarks/ unless --allow-dirty, and a run "
+                        "during which the commit changed); `make release-check` then says "
+                        "whether the page measured the code as it is")
     parser.add_argument("--allow-dirty", action="store_true",
                         help="with --publish: publish even with uncommitted code changes")
     parser.add_argument("--host-devices", type=int, default=os.cpu_count() or 1, metavar="N",
@@ -130,7 +134,14 @@ def main(argv: list[str] | None = None) -> int:
                                     *(sys.argv[1:] if argv is None else argv)]),
                           strict=ns.strict, deadline_s=ns.deadline * 60 or None)
     if ns.publish and payload:
+        from benchmarks.environment import git_commit
         from benchmarks.publish import publish
+
+        measured, now = payload["environment"].get("git_commit"), git_commit()
+        if measured != now:  # a commit during the run: the numbers are of neither
+            print(f"--publish: the commit changed during the run ({measured} -> {now}); "
+                  "nothing published", file=sys.stderr)
+            return 2
 
         doc = publish(payload, Path(ns.out), payload.get("plots", []))
         print(f"published the results into {doc} and docs/img/ (commit "

@@ -382,6 +382,17 @@ def _count_eqns(jaxpr: Any) -> int:
 COMPILE_VARIANTS = ("numpyro", "stabledist", "nocache")
 
 
+def compile_weight(profile: Profile) -> int:
+    """The progress steps the warm traces and compiles count for: each takes about as long
+    as a cold compile in a fresh process (one step), and there are ``compile_reps`` per
+    variant and one warm-up."""
+    return 2 * (profile.compile_reps + int(profile.compile_warmup))
+
+
+def compile_steps(profile: Profile) -> int:
+    return compile_weight(profile) + 1 + 3 * profile.cold_reps
+
+
 def bench_compile(profile: Profile) -> BenchResult:
     """Trace + compile time (and the compiled call) of the model of :func:`make_model`."""
     dim, reads = profile.compile_dim, profile.compile_reads
@@ -401,7 +412,8 @@ def bench_compile(profile: Profile) -> BenchResult:
         "trace and in every compiled call",
         extra={"dim": dim, "reads": reads},
     )
-    step(f"compile: warm trace+compile, dim {dim}, {reads} reads")
+    step(f"compile: warm trace+compile, dim {dim}, {reads} reads",
+         weight=compile_weight(profile))
     records: dict[str, list[dict[str, float]]] = {v: [] for v in COMPILE_VARIANTS}
     compiled: dict[str, tuple[Any, tuple]] = {}
 

@@ -15,8 +15,9 @@ import numpyro.distributions as nd
 from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
-from stabledist._src.cache import CACHE, cached_lazy_property, lazy_record
+from stabledist._src.cache import CACHE
 from stabledist._src.introspect import class_attribute, lazy_names
+from stabledist._src.lazy import cached_lazy_property, lazy_property_of
 
 __all__ = ["MODULES", "block", "fresh_copy", "is_stable_lazy", "lazy_names", "quiet",
            "recompute_fn", "spd"]
@@ -35,7 +36,7 @@ def quiet() -> Iterator[None]:
 
 def recompute_fn(cls: type, name: str) -> Callable[[Any], Any]:
     """The no-cache read of a lazy property: its wrapped function, called on every read."""
-    attr = lazy_record(class_attribute(cls, name))
+    attr = lazy_property_of(class_attribute(cls, name))
     if not isinstance(attr, lazy_property):
         raise TypeError(f"{cls.__name__}.{name} is not a lazy property here")
     return attr.wrapped
@@ -55,8 +56,8 @@ def fresh_copy(template: Any) -> Any:
     cls = type(template)
     copy = cls.__new__(cls)
     copy.__dict__.update(template.__dict__)
-    for name, value in CACHE.seeded(template).items():
-        CACHE.seed(copy, name, value)
+    for name, value in CACHE.given(template).items():
+        CACHE.give(copy, name, value)
     return copy
 
 

@@ -3,8 +3,8 @@
 The page keeps its hand-written parts (how to run, how it measures); the parts between
 ``<!-- BEGIN GENERATED: name -->`` and ``<!-- END GENERATED: name -->`` are rewritten from
 the run: the "In short" verdict table and the results section, which states the commit measured
-(``<!-- measured-commit: <sha> -->``, checked by tests/test_benchmark_results.py). Plots are
-copied to docs/img/.
+(``<!-- measured-commit: <sha> -->``, which ``make release-check`` compares with the code).
+Plots are copied to docs/img/.
 """
 
 from __future__ import annotations
@@ -270,7 +270,9 @@ def results_section(payload: dict[str, Any], plots: Sequence[str]) -> str:
         f"Load average {env['load_average_start']} at the start"
         + (f", {min(la):.1f}-{max(la):.1f} after each benchmark" if la else "")
         + f" (the machine is shared: ratios are interleaved, absolute times inflated). "
-        f"Wall time {payload['seconds'] / 60:.1f} min.",
+        f"Wall time {payload['seconds'] / 60:.1f} min"
+        + (f" ({payload['cpu_seconds'] / 60:.1f} min of CPU)" if payload.get("cpu_seconds")
+           else "") + ". How far the code has moved since this commit: `make release-check`.",
         "",
         "### Summary and targets",
         "",
@@ -310,8 +312,8 @@ def results_section(payload: dict[str, Any], plots: Sequence[str]) -> str:
 
 NEUTRAL = re.compile(r"<!-- measurement-neutral: [0-9a-f]{40}\b[^\n]*-->\n")
 """A line of the page naming a commit that changed ``benchmarks/`` without changing what the
-published rows measure (tests/test_benchmark_results.py accepts such commits after the
-measured one). A new measurement supersedes them: publishing removes them."""
+published rows measure (``make release-check`` accepts such commits after the measured
+one). A new measurement supersedes them: publishing removes them."""
 
 
 def publish(payload: dict[str, Any], out: Path, plots: Sequence[str]) -> Path:

@@ -14,17 +14,18 @@ from __future__ import annotations
 import importlib
 import math
 import statistics
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.bench_import import MAX_EXTRA_MIB, MAX_RATIO, import_rows, import_target
 from benchmarks.config import PROFILES, Profile
+from benchmarks.lazy_report import FLOORS, Floor, first_read_guard, hit_guard, lazy_rows, miss_guard
 from benchmarks.rows import (
     LABELS,
-    SLOWER_BOUND,
     Row,
+    Verdict,
     aggregate,
     first_call_row,
     fmt_value,
@@ -32,22 +33,23 @@ from benchmarks.rows import (
     make_row,
     single,
 )
+from benchmarks.scale_report import (
+    flatten_target,
+    gc_target,
+    growth_target,
+    memory_target,
+    release_target,
+    scale_plot,
+    scale_rows,
+    tables_target,
+)
 from benchmarks.timing import BenchResult, Case, geomean, paired_ratio_interval, summarize
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["BENCHMARKS", "MAX_BARS", "REGISTRY", "Benchmark", "Deferred", "Plot", "Target",
-           "Verdict", "bar_counts"]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What a target found in one run."""
-
-    value: str
-    passed: bool | None  # None: not measured in this profile ("N/A")
-    detail: str = ""
+__all__ = ["BENCHMARKS", "FLOORS", "MAX_BARS", "REGISTRY", "Benchmark", "Deferred", "Floor", "Plot",
+           "Target", "Verdict", "bar_counts"]
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,8 @@ class Target:
     check: Callable[[BenchResult], Verdict | None]
     """``None``: the run has nothing to judge (no line at all)."""
     timing: bool = True
-    """A verdict on measured times: N/A in a profile that does not judge timing (smoke),
-    whose tiny repetitions resolve nothing."""
+    """A verdict on measured times (or memory per instance): N/A in a profile that does not
+    judge timing (smoke), whose tiny sizes and repetitions resolve nothing."""
 
 
 @dataclass(frozen=True)
@@ -118,8 +120,10 @@ class Deferred:
 def _planned(smoke: float, quick: float, default: float, full: float,
              accelerator: float | None = None) -> Callable[[Profile], float]:
     """Planned seconds per profile (another profile name: the default's). ``accelerator``:
-    the accelerator profile on one GPU, estimated from the H200 runs (the others: 2 busy CPU
-    cores); the deadline of a run on an accelerator skips benchmarks by these."""
+    the accelerator profile on one GPU, estimated from the H200 runs (the others: measured on
+    2 busy CPU cores, load average 4, where the default profile took 306 s); the deadline
+    of a run on an accelerator skips benchmarks by these, and the progress lines' estimate
+    of the time left starts from them (then scaled by how fast the finished steps went)."""
     table = {"smoke": smoke, "quick": quick, "default": default, "full": full,
              "accelerator": default if accelerator is None else accelerator}
     return lambda p: table.get(p.name, default)
@@ -166,85 +170,6 @@ def bar_counts(fig: Figure) -> list[int]:
                               else round(x + patch.get_width() / 2, 6))
         counts.append(len(positions))
     return counts
-
-
-# --------------------------------------------------------------------------------------------
-# lazy
-# --------------------------------------------------------------------------------------------
-
-# Python 3.12 and later read a stable class's exact `property` without a C-to-Python call
-HIT_BOUND = 3.5 if sys.version_info >= (3, 12) else 4.0
-
-
-def _lazy_rows(res: BenchResult) -> list[Row]:
-    miss, hit = _of_kind(res, "miss"), _of_kind(res, "hit")
-    slow = [c for c in miss if (c.ratio_median("numpyro", "stabledist") or 9) < SLOWER_BOUND]
-    overhead = summarize([
-        statistics.median([a - b for a, b in zip(c.samples["stabledist"],
-                                                  c.samples["nocache"])])
-        for c in miss]).get("median", math.nan)
-    rows = [aggregate(res.name, miss, "miss: first read", res.unit,
-                      note=f"{len(slow)} cases >5% slower; cache bookkeeping per miss "
-                      f"(stabledist - no-cache, median) {fmt_value(overhead, 'ns')}")]
-    worst_miss = min(miss, key=lambda c: c.ratio_median("numpyro", "stabledist") or 9,
-                     default=None)
-    if worst_miss is not None:
-        rows.append(single(res.name, worst_miss, res.unit,
-                           label=f"miss, worst case: {worst_miss.name[5:]}"))
-    plain = geomean([c.ratio_median("stabledist", "plain") for c in hit])
-    hit_row = aggregate(res.name, hit, "hit: repeated read", res.unit,
-                        note=f"stabledist/plain attribute {plain:.1f}x", speed=False)
-    hit_row["note"] += f"; numpyro's hit is a plain __dict__ read (own {HIT_BOUND:g}x bound)"
-    first = _of_kind(res, "first")
-    if first:
-        extra = _first_read_extra(first[0])
-        rows.insert(0, single(res.name, first[0], res.unit, label="first read, trivial value",
-                              note=f"stabledist adds {extra:.0f} ns (medians; target at most "
-                              f"{FIRST_READ_BOUND_NS:.0f} ns)"))
-        rows[0]["judged"] = False
-    return [*rows, hit_row]
-
-
-FIRST_READ_BOUND_NS = 400.0
-MISS_BOUND = 0.9
-
-
-def _first_read_extra(case: Case) -> float:
-    return (case.median("stabledist") or math.nan) - (case.median("numpyro") or math.nan)
-
-
-def _first_read_target(res: BenchResult) -> Verdict | None:
-    first = _of_kind(res, "first")
-    if not first:
-        return None
-    extra = _first_read_extra(first[0])
-    return Verdict(f"stabledist adds {extra:.0f} ns", extra <= FIRST_READ_BOUND_NS,
-                   f"numpyro {first[0].median('numpyro'):.0f} ns, stabledist "
-                   f"{first[0].median('stabledist'):.0f} ns per first read (medians over "
-                   f"{len(first[0].samples['numpyro'])} interleaved repetitions)")
-
-
-def _miss_target(res: BenchResult) -> Verdict | None:
-    miss = _of_kind(res, "miss")
-    if not miss:
-        return None
-    ratios = [(c.ratio_median("numpyro", "stabledist"), c.name[5:]) for c in miss]
-    ratios = [(r, n) for r, n in ratios if r is not None]
-    g = geomean([r for r, _ in ratios])
-    worst = min(ratios, default=(math.nan, ""))
-    return Verdict(f"geomean {g:.2f}x over {len(ratios)} properties", g >= MISS_BOUND,
-                   f"worst {worst[1]} {worst[0]:.2f}x")
-
-
-def _hit_target(res: BenchResult) -> Verdict:
-    hit = _of_kind(res, "hit")
-    ratios = [(c.ratio_median("stabledist", "plain"), c.name) for c in hit]
-    g = geomean([r for r, _ in ratios])
-    worst = max(ratios, default=(math.nan, ""))
-    np_plain = geomean([c.ratio_median("numpyro", "plain") for c in hit])
-    return Verdict(f"geomean stabledist/plain {g:.1f}x over {len(hit)} properties",
-                   g <= HIT_BOUND,
-                   f"worst {worst[1]} {worst[0]:.1f}x; numpyro hit/plain {np_plain:.2f}x")
 
 
 # --------------------------------------------------------------------------------------------
@@ -591,7 +516,7 @@ def _e2e_rows(res: BenchResult) -> list[Row]:
 
 def _e2e_seconds(profile: Profile) -> float:
     """Scaled by ``--e2e-reps`` against the profile's own repetitions."""
-    base = _planned(smoke=6, quick=40, default=330, full=1500, accelerator=150)(profile)
+    base = _planned(smoke=6, quick=15, default=57, full=1500, accelerator=150)(profile)
     if profile.name in PROFILES:
         base *= profile.e2e_reps / PROFILES[profile.name].e2e_reps
     return base
@@ -843,18 +768,20 @@ REGISTRY: tuple[Benchmark, ...] = (
         heading="eager lazy-property reads",
         summary="lazy property read, eager: first read (miss) and repeated read (hit)",
         run=Deferred("bench_micro", "bench_lazy"),
-        steps=lambda p: 2 + (p.lazy_limit or 85),
-        seconds=_planned(smoke=3, quick=25, default=120, full=200, accelerator=60),
-        rows=_lazy_rows,
+        steps=Deferred("bench_micro", "lazy_steps"),
+        seconds=_planned(smoke=3, quick=22, default=37, full=200, accelerator=45),
+        rows=lazy_rows,
         targets=(
-            Target("first_read", "first read of a trivial lazy value at most "
-                   f"{FIRST_READ_BOUND_NS / 1000:.1f} us over numpyro's (median over fresh "
-                   "instances, interleaved)", rank=9, check=_first_read_target),
-            Target("miss", "first reads of the catalog's lazy values at least "
-                   f"{MISS_BOUND}x numpyro's speed (geometric mean)", rank=10,
-                   check=_miss_target),
-            Target("hit", f"cache hit within {HIT_BOUND:g}x of a plain attribute read "
-                   "(same run; 4x on Python 3.11)", rank=3, check=_hit_target),
+            Target("first_read", "regression guard: a trivial first read not slower than "
+                   f"the published floor ({FLOORS['first_read'].ratio}x numpyro's speed, "
+                   "within 5%) by more than this run's 95% interval", rank=9,
+                   check=first_read_guard),
+            Target("miss", "regression guard: the catalog's first reads (geometric mean) not "
+                   f"slower than the published floor ({FLOORS['miss'].ratio}x, within 5%) by "
+                   "more than this run's 95% interval", rank=10, check=miss_guard),
+            Target("hit", "regression guard: a cache hit not slower than the published floor "
+                   f"({FLOORS['hit'].ratio}x numpyro's plain __dict__ read, within 5%) by "
+                   "more than this run's 95% interval", rank=3, check=hit_guard),
         ),
     ),
     Benchmark(
@@ -863,7 +790,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="jax.tree_util flatten + unflatten of every distribution class",
         run=Deferred("bench_micro", "bench_flatten"),
         steps=lambda p: (p.flatten_limit or 100) + 4,
-        seconds=_planned(smoke=1, quick=10, default=35, full=60, accelerator=15),
+        seconds=_planned(smoke=1, quick=1, default=3, full=60, accelerator=5),
         rows=_flatten_rows,
         targets=(Target("flatten", "flatten+unflatten at least 5x faster than numpyro",
                         rank=1, check=_flatten_target),),
@@ -877,7 +804,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="jitted function taking a distribution vs the same function taking arrays",
         run=Deferred("bench_micro", "bench_dispatch"),
         steps=lambda p: len(p.dispatch_cases),
-        seconds=_planned(smoke=1, quick=8, default=12, full=20, accelerator=12),
+        seconds=_planned(smoke=1, quick=6, default=6, full=20, accelerator=8),
         rows=_dispatch_rows,
         targets=(Target("dispatch", "jitted dispatch with a distribution argument within "
                         "1.3x of raw arrays", rank=2, check=_dispatch_target),),
@@ -888,7 +815,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="concrete global distribution read inside a compiled function, per call",
         run=Deferred("bench_compiled", "bench_closure"),
         steps=lambda p: len(p.mvn_dims) + len(p.tn_batches) + len(p.sbvm_batches),
-        seconds=_planned(smoke=2, quick=30, default=130, full=500, accelerator=75),
+        seconds=_planned(smoke=2, quick=10, default=21, full=500, accelerator=50),
         rows=_closure_rows,
         targets=(Target("precision", "closed-over precision_matrix at dim 1024 at least 10x "
                         "faster per call", rank=4, check=_precision_target),),
@@ -914,7 +841,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "closed over with JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1 (one fresh process per mode)",
         run=Deferred("bench_constants", "bench_constants"),
         steps=Deferred("bench_constants", "steps"),
-        seconds=_planned(smoke=10, quick=30, default=70, full=200, accelerator=60),
+        seconds=_planned(smoke=7, quick=18, default=28, full=200, accelerator=50),
         rows=_constants_rows,
         details=_constants_details,
         plots=(Plot("bench-constants.png", "Large closed-over constants: first call and per "
@@ -926,8 +853,8 @@ REGISTRY: tuple[Benchmark, ...] = (
         heading="trace + compile of a model",
         summary="trace + compile time of a model that reads lazy properties repeatedly",
         run=Deferred("bench_compiled", "bench_compile"),
-        steps=lambda p: 2 + 3 * p.cold_reps,
-        seconds=_planned(smoke=3, quick=15, default=45, full=120, accelerator=40),
+        steps=Deferred("bench_compiled", "compile_steps"),
+        seconds=_planned(smoke=3, quick=7, default=22, full=150, accelerator=30),
         rows=_compile_rows,
     ),
     Benchmark(
@@ -957,7 +884,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "and retraces of a jitted function taking distributions",
         run=Deferred("bench_pcache", "bench_pcache"),
         steps=Deferred("bench_pcache", "steps"),
-        seconds=_planned(smoke=12, quick=15, default=65, full=90, accelerator=35),
+        seconds=_planned(smoke=2, quick=5, default=18, full=90, accelerator=35),
         rows=_pcache_rows,
         targets=(
             Target("pcache", "second process (other PYTHONHASHSEED) hits JAX's persistent "
@@ -975,12 +902,55 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="cache size and process RSS over create/read/drop cycles (subprocesses)",
         run=Deferred("bench_memory", "bench_memory"),
         steps=lambda p: 1,
-        seconds=_planned(smoke=6, quick=25, default=45, full=150, accelerator=45),
+        seconds=_planned(smoke=4, quick=10, default=17, full=150, accelerator=25),
         rows=_memory_rows,
         targets=(Target("rss", "RSS flat over the churn run (under 20 MB growth)", rank=5,
                         check=_on_case("rss growth", _rss_target), timing=False),),
         plots=(Plot("bench-rss.png", "Memory and cache entries over the churn run",
                     _memory_plot),),
+    ),
+    Benchmark(
+        name="scale",
+        heading="many sites, large pytrees, many instances",
+        summary="costs as the work grows: a jitted log density of a model with N sample sites "
+        "(and with a plate), pytrees of N distributions, memory per live instance, "
+        "generation-2 collections, the cache's and hoisting's tables",
+        run=Deferred("bench_scale", "bench_scale"),
+        steps=Deferred("bench_scale", "steps"),
+        seconds=_planned(smoke=20, quick=70, default=89, full=1500, accelerator=110),
+        rows=scale_rows,
+        targets=(
+            Target("scale_growth", "at every N stabledist's trace and compile no slower than "
+                   "numpyro's (95% interval) and their growth with N no steeper (fitted "
+                   "log-log slope)", rank=12, check=growth_target),
+            Target("scale_flatten", "flatten+unflatten of a pytree of N distributions at "
+                   "least 5x faster than numpyro at every N", rank=13, check=flatten_target),
+            Target("scale_memory", "memory per live instance with two lazy values read at "
+                   "most 1.1x numpyro's (tracemalloc and RSS)", rank=14, check=memory_target),
+            Target("scale_release", "nothing kept after the instances are dropped", rank=15,
+                   check=release_target),
+            Target("scale_gc", "no more generation-2 collections than numpyro's in create/drop "
+                   "cycles and round trips", rank=16, check=gc_target, timing=False),
+            Target("scale_tables", "the cache's and hoisting's tables do not grow without "
+                   "bound (many instances, shapes, classes)", rank=17, check=tables_target,
+                   timing=False),
+        ),
+        plots=(Plot("bench-scale.png", "Time against size: a model with N sample sites, a "
+                    "pytree of N distributions (log-log)", scale_plot),),
+    ),
+    Benchmark(
+        name="import",
+        heading="the import",
+        summary="import stabledist against import numpyro.distributions: wall time and peak "
+        "RSS in paired fresh processes, and whether the import started a JAX backend",
+        run=Deferred("bench_import", "bench_import"),
+        steps=lambda p: 1,
+        seconds=lambda p: 2.6 * p.import_reps,
+        rows=import_rows,
+        targets=(Target("import", f"import stabledist at most {MAX_RATIO:.2f}x the wall time "
+                        f"of import numpyro.distributions and at most +{MAX_EXTRA_MIB:g} MiB "
+                        "peak RSS (medians of paired fresh processes), no backend started",
+                        rank=18, check=import_target),),
     ),
 )
 

@@ -476,7 +476,7 @@ def write_plots(outdir: Path, results: Sequence[BenchResult]) -> list[str]:
             continue
         if fig is None:
             continue
-        if max(bar_counts(fig), default=0) > MAX_BARS:  # tests/test_benchmarks_smoke.py
+        if max(bar_counts(fig), default=0) > MAX_BARS:  # benchmarks/tests/test_smoke.py
             print(f"warning: {plot.file} has {max(bar_counts(fig))} bars in one panel "
                   f"(at most {MAX_BARS} are readable)", file=sys.stderr)
         fig.tight_layout()

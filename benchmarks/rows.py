@@ -10,9 +10,21 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.timing import Case, geomean, paired_ratio_interval
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a target found in one run (here, beside the rows, so that the benchmarks' own
+    report modules and the registry share it without importing each other)."""
+
+    value: str
+    passed: bool | None  # None: not measured in this profile ("N/A")
+    detail: str = ""
+
 
 Row = dict[str, Any]
 """One summary row (a line of the summary table, an entry of ``summary`` in results.json)."""

@@ -9,6 +9,7 @@ step once the deadline has passed, keeping the cases that benchmark had finished
 
 from __future__ import annotations
 
+import resource
 import signal
 import sys
 import time
@@ -24,7 +25,15 @@ from benchmarks import report
 from benchmarks.config import Profile, accelerator_note
 from benchmarks.environment import describe, load_average, python_build_text
 from benchmarks.registry import BENCHMARKS
-from benchmarks.timing import LIVE, TRACKER, BenchResult, Stopped, progress, run_clock
+from benchmarks.timing import (
+    LIVE,
+    TRACKER,
+    BenchResult,
+    Stopped,
+    eta_error,
+    progress,
+    run_clock,
+)
 
 EXIT_OK, EXIT_ERROR, EXIT_SETUP, EXIT_TARGET = 0, 1, 2, 3
 """Exit statuses: a benchmark raised (1), the backend is not the one asked for (2), a
@@ -130,6 +139,7 @@ def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: 
         return EXIT_SETUP, {}
     TRACKER.set_plan({n: (BENCHMARKS[n].steps(profile), BENCHMARKS[n].seconds(profile))
                       for n in only})
+    TRACKER.history.clear()
     TRACKER.deadline = (None if deadline_s is None
                         else time.perf_counter() - run_clock() + deadline_s)
     TRACKER.start_heartbeat()
@@ -164,6 +174,7 @@ def _write(out: Path, profile: Profile, command: str, env: dict[str, Any],
            skipped: dict[str, str]) -> dict[str, Any]:
     """results.json and report.md of what has run so far."""
     payload = _payload(profile, command, env, results)
+    payload["eta_history"] = list(TRACKER.history)
     payload["plots"] = list(plots)
     payload["skipped"] = dict(skipped)
     report.write_json(out / "results.json", payload)
@@ -176,15 +187,32 @@ def _finish(payload: dict[str, Any], results: Sequence[BenchResult], plots: Sequ
     """Print the verdict table, the targets and the verdict; the exit status."""
     errors = [r.name for r in results if r.error]
     status = exit_status(errors, payload["targets"], strict)
+    payload["eta_error"] = eta_error(payload.get("eta_history", []), run_clock())
     if signum is not None:
         status = 128 + signum
     print()
     print("\n".join(report.compact_lines(payload)))
     print()
     print("\n".join(report.verdict_lines(payload, status, strict, errors)))
+    payload["cpu_seconds"] = cpu_seconds()
+    err = payload["eta_error"]
+    if err:
+        print(f"The time-left estimates from the first minute on were within "
+              f"{100 * err['worst']:.0f}% of the truth (worst at {err['at']:.0f} s: "
+              f"~{err['estimate']:.0f} s left, {err['truth']:.0f} s in fact).")
+    report.write_json(out / "results.json", payload)
     print(f"details: {out / 'report.md'} (results.json, {len(plots)} plots; "
-          f"{payload['seconds']:.0f} s)")
+          f"{payload['seconds']:.0f} s wall, {payload['cpu_seconds']:.0f} s of CPU)")
     return status
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and the children it waited for (user + system): on a busy
+    machine the wall time says how loaded it was, this what the run itself cost (on an idle
+    2-core machine the wall time is about this, less what ran in parallel)."""
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF,
+                                                    resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _payload(profile: Profile, command: str, env: dict[str, Any],

@@ -52,6 +52,7 @@ class Tracker:
         self.done: dict[str, int] = {}
         self.bench = ""
         self.label = ""
+        self.weight = 1  # of the running step
         self.step_t0 = _T0
         self.bench_t0 = _T0
         self.finished_planned = 0.0  # planned seconds of finished steps
@@ -59,6 +60,7 @@ class Tracker:
         self.heartbeat = heartbeat
         self.deadline: float | None = None  # perf_counter time after which steps stop
         self.last_print = time.perf_counter()
+        self.history: list[tuple[float, float]] = []  # (run clock, estimate left) per line
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -81,16 +83,19 @@ class Tracker:
         self.plan[bench] = (max(steps, 1), secs)
         self.done.setdefault(bench, 0)
 
-    def step(self, label: str) -> None:
+    def step(self, label: str, weight: int = 1) -> None:
         """Begin the next step of the current benchmark and print the progress line; past
-        the deadline, raise `Stopped` instead (the step is not begun)."""
+        the deadline, raise `Stopped` instead (the step is not begun). ``weight``: how many
+        of the benchmark's planned steps it counts for (a step known to be long: the
+        benchmark's ``steps`` counts it so)."""
         if self.deadline is not None and time.perf_counter() > self.deadline:
             raise Stopped(f"deadline passed before step: {label}")
         with self._lock:
             self._close_step()
             self.label = label
+            self.weight = weight
             self.step_t0 = time.perf_counter()
-            self.done[self.bench] = self.done.get(self.bench, 0) + 1
+            self.done[self.bench] = self.done.get(self.bench, 0) + weight
         self._print(label)
 
     def end(self) -> None:
@@ -104,7 +109,7 @@ class Tracker:
     def _close_step(self) -> None:
         if self.label:
             n, secs = self.plan.get(self.bench, (1, 0.0))
-            self.finished_planned += secs / max(n, 1)
+            self.finished_planned += secs * self.weight / max(n, 1)
             self.finished_actual += time.perf_counter() - self.step_t0
             self.label = ""
 
@@ -115,16 +120,25 @@ class Tracker:
 
     def eta(self) -> float:
         """Seconds left: planned seconds of the steps not finished, times the observed
-        speed (actual/planned of the finished steps, clamped to 0.3-5)."""
+        speed (actual/planned of the finished steps, and of the running one once it has run
+        past its planned share; clamped to 0.3-5)."""
         left = 0.0
         for b, (n, secs) in self.plan.items():
             left += secs * max(n - self.done.get(b, 0), 0) / max(n, 1)
-        if self.label:  # the running step: what is left of its planned share
+        actual, planned = self.finished_actual, self.finished_planned
+        share = running = 0.0
+        if self.label:
             n, secs = self.plan.get(self.bench, (1, 0.0))
-            left += max(secs / max(n, 1) - (time.perf_counter() - self.step_t0), 0.0)
+            running = time.perf_counter() - self.step_t0
+            share = secs * self.weight / max(n, 1)
+            if running > share:  # already slower than planned: it says so before it ends
+                actual, planned = actual + running, planned + share
         speed = 1.0
-        if self.finished_planned > 5:
-            speed = min(5.0, max(0.3, self.finished_actual / self.finished_planned))
+        if planned > 5:
+            speed = min(5.0, max(0.3, actual / planned))
+        if self.label:  # the running step: what is left of its planned share, or, once it
+            # has run past it, a quarter of what it has run so far (it is not done yet)
+            left += max(share - running / speed, running / 4 / speed)
         return left * speed
 
     def remaining(self, bench: str) -> float:
@@ -135,10 +149,15 @@ class Tracker:
         return self.plan.get(bench, (1, 0.0))[1] * speed
 
     def line(self, message: str) -> str:
+        """The progress line: steps done of all, the estimate of the time left (recorded
+        in `history`, so that the run can say how good its estimates were)."""
         k, n = self.counts()
+        if not n:
+            return message
         eta = self.eta()
-        when = f"~{eta / 60:.0f} min left" if eta >= 90 else f"~{eta:.0f} s left"
-        return f"{k} of {n}, {when} | {message}" if n else message
+        self.history.append((run_clock(), eta))
+        when = f"~{eta / 60:.1f} min left" if eta >= 90 else f"~{eta:.0f} s left"
+        return f"{k} of {n}, {when} | {message}"
 
     def _print(self, message: str) -> None:
         progress(self.line(message))
@@ -163,6 +182,21 @@ TRACKER = Tracker()
 """The run's progress tracker (the runner sets its plan; benchmarks call ``step``)."""
 
 
+def eta_error(history: Sequence[tuple[float, float]], end: float, after: float = 60.0,
+              floor: float = 30.0) -> dict[str, Any] | None:
+    """How far the progress lines' estimates of the time left were from the truth (``end``
+    minus their time): the worst relative error of the lines printed from ``after`` seconds
+    on while at least ``floor`` seconds were left (closer to the end a few seconds are a
+    large fraction). None when no line qualifies."""
+    found = [(abs(eta - (end - t)) / (end - t), t, eta) for t, eta in history
+             if t >= after and end - t >= floor]
+    if not found:
+        return None
+    worst = max(found)
+    return {"worst": worst[0], "at": worst[1], "estimate": worst[2], "truth": end - worst[1],
+            "lines": len(found)}
+
+
 def run_clock() -> float:
     """Seconds since the suite was imported (about when the process started)."""
     return time.perf_counter() - _T0
@@ -174,9 +208,10 @@ def progress(message: str) -> None:
     TRACKER.last_print = time.perf_counter()
 
 
-def step(message: str) -> None:
-    """Start the next step of the running benchmark: a "k of n, ETA" progress line."""
-    TRACKER.step(message)
+def step(message: str, weight: int = 1) -> None:
+    """Start the next step of the running benchmark: a "k of n, ETA" progress line;
+    ``weight``: as many planned steps as it counts for (`Tracker.step`)."""
+    TRACKER.step(message, weight)
 
 
 @contextmanager

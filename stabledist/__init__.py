@@ -13,56 +13,47 @@ import inspect as _inspect
 from typing import Any as _Any
 
 import numpyro.distributions as _nd
-from numpyro.distributions import biject_to, constraints, kl_divergence, transforms
+from numpyro.distributions import biject_to as biject_to
+from numpyro.distributions import constraints as constraints
+from numpyro.distributions import kl_divergence as kl_divergence
+from numpyro.distributions import transforms as transforms
 
 # The public face: every name below is API; the modules in `stabledist._src` are private.
+from stabledist._src.base import Distribution as Distribution
+from stabledist._src.base import is_stable as is_stable
 from stabledist._src.cache import cache_info as cache_info
-from stabledist._src.cache import cached_lazy_property as cached_lazy_property
 from stabledist._src.cache import clear_cache as clear_cache
-from stabledist._src.fork import Distribution as Distribution
-from stabledist._src.fork import _from_source as _from_source  # the name pickles use
-from stabledist._src.fork import is_stable as is_stable
-from stabledist._src.fork import make_stable as make_stable
-from stabledist._src.fork import mirror_all as _mirror_all
-from stabledist._src.fork import stabilize as stabilize
-from stabledist._src.fork import stable_class as stable_class
-from stabledist._src.fork import wrap_factory as _wrap_factory
 from stabledist._src.internals import stable_internals as stable_internals
 from stabledist._src.internals import stable_internals_enabled as stable_internals_enabled
 from stabledist._src.internals import use_stable_internals as use_stable_internals
-from stabledist._src.introspect import is_factory_name as _is_factory_name
-from stabledist._src.submodules import mirror_submodules as _mirror_submodules
+from stabledist._src.introspect import public_names as _public_names
+from stabledist._src.lazy import cached_lazy_property as cached_lazy_property
+from stabledist._src.mirrors import make_stable as make_stable
+from stabledist._src.mirrors import stabilize as stabilize
+from stabledist._src.mirrors import stable_class as stable_class
+from stabledist._src.mirrors import wrap_factory as _wrap_factory
+from stabledist._src.namespace import check_coverable as _check_coverable
+from stabledist._src.namespace import mirror_submodules as _mirror_submodules
+from stabledist._src.pickling import _from_source as _from_source  # the name pickles use
 
 __version__ = "0.1.0"
 
 
-def _build_namespace() -> dict[str, _Any]:
-    """Stable classes and factories for every public name of numpyro.distributions."""
-    classes = _mirror_all()
-    namespace: dict[str, _Any] = dict(classes)
-    for name in _nd.__all__:
-        upstream = getattr(_nd, name)
-        if _inspect.isclass(upstream) and issubclass(upstream, _nd.Distribution):
-            namespace[name] = stable_class(upstream)
-        elif _is_factory_name(name):
-            namespace[name] = _wrap_factory(upstream)
-        elif name not in namespace:
-            namespace[name] = upstream
-    uncovered = [
-        n
-        for n in _nd.__all__
-        if namespace.get(n) is getattr(_nd, n)
-        and not (_inspect.ismodule(namespace[n]) or n in {"biject_to", "kl_divergence"})
-    ]
-    if uncovered:  # pragma: no cover - guards future numpyro releases
-        raise ImportError(f"stabledist does not cover numpyro.distributions names {uncovered}")
-    return namespace
-
-
-_namespace = _build_namespace()
-globals().update({n: _namespace[n] for n in _nd.__all__})
-_submodules = _mirror_submodules(__name__, _namespace)
-globals().update(_submodules)
+# Stable classes are made on first use (`__getattr__`): making all of numpyro's ~100 classes
+# here would cost a quarter of a second of every import, for the handful a program uses.
+# Factories are cheap wrappers, made now.
+_CLASS_NAMES, _FACTORY_NAMES = map(frozenset, _public_names(_nd))
+globals().update({n: _wrap_factory(getattr(_nd, n)) for n in _FACTORY_NAMES})
+_OTHER = {n: getattr(_nd, n) for n in _nd.__all__ if n not in _CLASS_NAMES
+          and n not in _FACTORY_NAMES}  # numpyro's own objects: modules, biject_to, kl_divergence
+globals().update(_OTHER)
+_uncovered = [n for n, v in _OTHER.items()
+              if not (_inspect.ismodule(v) or n in {"biject_to", "kl_divergence"})]
+if _uncovered:  # pragma: no cover - guards future numpyro releases
+    raise ImportError(f"stabledist does not cover numpyro.distributions names {_uncovered}")
+_check_coverable()  # a numpyro class stabledist cannot flatten fails the import, not a model
+globals().update(_mirror_submodules(
+    __name__, {n: globals()[n] for n in _FACTORY_NAMES}, stable_class))
 
 __all__ = [
     *_nd.__all__,
@@ -77,13 +68,16 @@ __all__ = [
     "stable_internals_enabled",
     "use_stable_internals",
 ]
-del _namespace
 
 _LAZY_SUBMODULES = ("handlers", "testing")
 
 
 def __getattr__(name: str) -> _Any:
-    """Import ``handlers`` / ``testing`` on first use; name close matches for typos."""
+    """A stable class, made on first use; ``handlers`` / ``testing``, imported on first use;
+    close matches for a typo."""
+    if name in _CLASS_NAMES:
+        cls = globals()[name] = stable_class(getattr(_nd, name))
+        return cls
     if name in _LAZY_SUBMODULES:
         import importlib
 
@@ -93,6 +87,8 @@ def __getattr__(name: str) -> _Any:
     close = difflib.get_close_matches(name, [*__all__, *_LAZY_SUBMODULES], n=3)
     hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
     raise AttributeError(f"module 'stabledist' has no attribute {name!r}{hint}")
-assert biject_to is _nd.biject_to and constraints is _nd.constraints
-assert kl_divergence is _nd.kl_divergence and transforms is _nd.transforms
-assert Distribution is globals()["Distribution"]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, *_LAZY_SUBMODULES})
+

@@ -3,7 +3,7 @@
 
 from typing import Any, TypeVar
 
-from stabledist._src.fork import StableMeta
+from stabledist._src.base import StableMeta
 
 _T = TypeVar("_T")
 

@@ -74,30 +74,14 @@ def shard_shapes(tree: Any) -> Any:
 
 def run(module: str, cases: list[str]) -> dict[str, Any]:
     import jax
-    import jax.numpy as jnp
     import numpy as np
     from jax.experimental import multihost_utils
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
 
     dist = importlib.import_module(module)
-    mesh = jax.make_mesh((DEVICES,), ("data",))
     out: dict[str, Any] = {
         "process_index": np.asarray(jax.process_index()),
         "process_count": np.asarray(jax.process_count()),
     }
-
-    def sharding(leaf: Any) -> NamedSharding:
-        """Split the batch axis over the mesh, replicate everything else."""
-        batched = np.ndim(leaf) > 0 and np.shape(leaf)[0] == BATCH
-        return NamedSharding(mesh, P("data") if batched else P())
-
-    def log_prob_sum(d: Any, x: jax.Array) -> jax.Array:
-        return jnp.sum(d.log_prob(x))
-
-    log_prob = jax.jit(lambda d, x: d.log_prob(x), out_shardings=NamedSharding(mesh, P("data")))
-    value_and_grad = jax.jit(jax.value_and_grad(log_prob_sum))
-
     same = build(dist, 0.0)  # identical in every process
     mine = build(dist, float(jax.process_index()))  # different in every process
     points = values()
@@ -119,24 +103,51 @@ def run(module: str, cases: list[str]) -> dict[str, Any]:
                 out[f"{case}/assert_equal_{name}"] = np.asarray("")
             except AssertionError as error:
                 out[f"{case}/assert_equal_{name}"] = np.asarray(str(error)[:200])
-
-        # the batch split over the global mesh (4 devices, 2 per process)
-        try:
-            d_global = jax.device_put(d, jax.tree.map(sharding, d))
-            x_global = jax.device_put(points[case], sharding(points[case]))
-        except AssertionError as error:  # jax's check that every process passed the same value
-            out[f"{case}/device_put_error"] = np.asarray(str(error)[:500])
-            continue
-        out[f"{case}/shard_shapes"] = shard_shapes(d_global)
-        lp = log_prob(d_global, x_global)
-        total, grad = value_and_grad(d_global, x_global)
-        assert type(grad) is type(d), type(grad)  # the gradient is a distribution of cotangents
-        out[f"{case}/grad_shard_shapes"] = shard_shapes(grad)
-        out[f"{case}/log_prob"] = multihost_utils.process_allgather(lp, tiled=True)
-        out[f"{case}/total"] = multihost_utils.process_allgather(total, tiled=True)
-        out.update(named_leaves(multihost_utils.process_allgather(grad, tiled=True),
-                                f"{case}/grad"))
+        out.update(on_global_mesh(case, d, points[case]))
     return out
+
+
+def on_global_mesh(case: str, d: Any, x: Any) -> dict[str, Any]:
+    """``d``'s log density and gradient with the batch split over the global mesh (4 devices,
+    2 per process), as the parallel guide computes them."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.experimental import multihost_utils
+    from jax.sharding import AxisType, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    # explicit axes, as in the parallel guide (jax.make_mesh's default from jax 0.10 on)
+    mesh = jax.make_mesh((DEVICES,), ("data",), axis_types=(AxisType.Explicit,))
+    set_mesh = getattr(jax, "set_mesh", None) or jax.sharding.use_mesh  # jax 0.7: use_mesh
+
+    def spec(leaf: Any) -> Any:
+        """Split the batch axis over the mesh, replicate everything else."""
+        batched = np.ndim(leaf) > 0 and np.shape(leaf)[0] == BATCH
+        return P("data") if batched else P()
+
+    try:
+        d_global = jax.device_put(d, jax.tree.map(lambda leaf: NamedSharding(mesh, spec(leaf)), d))
+        x_global = jax.device_put(x, NamedSharding(mesh, spec(x)))
+    except AssertionError as error:  # jax's check that every process passed the same value
+        return {f"{case}/device_put_error": np.asarray(str(error)[:500])}
+    lp = jax.jit(lambda d, x: d.log_prob(x),
+                 out_shardings=NamedSharding(mesh, P("data")))(d_global, x_global)
+    # numpyro's densities are not written for explicit sharding (jax 0.12 raises
+    # ShardingTypeError in their derivatives there): the gradient is taken under auto_axes
+    value_and_grad = jax.sharding.auto_axes(
+        jax.value_and_grad(lambda d, x: jnp.sum(d.log_prob(x))),
+        out_sharding=(P(), jax.tree.map(spec, d)))
+    with set_mesh(mesh):
+        total, grad = jax.jit(value_and_grad)(d_global, x_global)
+    assert type(grad) is type(d), type(grad)  # the gradient is a distribution of cotangents
+    return {
+        f"{case}/shard_shapes": shard_shapes(d_global),
+        f"{case}/grad_shard_shapes": shard_shapes(grad),
+        f"{case}/log_prob": multihost_utils.process_allgather(lp, tiled=True),
+        f"{case}/total": multihost_utils.process_allgather(total, tiled=True),
+        **named_leaves(multihost_utils.process_allgather(grad, tiled=True), f"{case}/grad"),
+    }
 
 
 def main(argv: list[str]) -> None:

@@ -1,5 +1,6 @@
-"""The package's shape: a public face over private modules, no import circles, and a core that
-knows nothing of its tests.
+"""The package's shape: a public face over private modules, a map of the core that is its code,
+and a core that runs none of its tests' code at import (the layers and the forbidden imports
+are import-linter's contracts in ``pyproject.toml``, run by ``make test``).
 
 Every import statement counts (module level, function-local, under ``TYPE_CHECKING``): an
 import inside a function is still a dependency, only a later one. A package's implicit import
@@ -12,8 +13,6 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 import stabledist
 
@@ -46,44 +45,37 @@ def imports_of(path: Path) -> set[str]:
 GRAPH = {name: imports_of(path) for name, path in MODULES.items()}
 
 
-def _cycle() -> list[str] | None:
-    """One import circle of the package, if there is any (depth-first search)."""
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    path: list[str] = []
-
-    def visit(m: str) -> list[str] | None:
-        state[m] = 1
-        path.append(m)
-        for n in sorted(GRAPH[m]):
-            if state.get(n) == 1:
-                return [*path[path.index(n):], n]
-            if n not in state and (found := visit(n)):
-                return found
-        path.pop()
-        state[m] = 2
-        return None
-
-    for m in sorted(GRAPH):
-        if m not in state and (found := visit(m)):
-            return found
-    return None
+CORE = "stabledist._src."
+MAP = ROOT / "stabledist" / "_src" / "README.md"
 
 
-def test_no_import_circle() -> None:
-    assert _cycle() is None, " -> ".join(_cycle() or [])
+def _map_table() -> dict[str, set[str]]:
+    """The modules of the core's map (``_src/README.md``) and the imports it says each has."""
+    rows = {}
+    for line in MAP.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`") and cells[0] != "`module`":
+            rows[cells[0].strip("`")] = {m.strip() for m in cells[2].split(",") if m.strip()}
+    return rows
 
 
-def test_the_cycle_finder_finds_a_planted_circle(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(GRAPH, "stabledist._src.introspect",
-                        GRAPH["stabledist._src.introspect"] | {"stabledist._src.fork"})
-    assert _cycle() is not None
+def test_the_map_names_every_core_module_and_its_imports() -> None:
+    """The core's map is the code: its modules are the files of ``_src`` and each row's
+    imports are the ``stabledist._src`` modules that file imports (the layers themselves are
+    import-linter's contract, run by ``make test``)."""
+    code = {name.removeprefix(CORE): {d.removeprefix(CORE) for d in deps if d.startswith(CORE)}
+            for name, deps in GRAPH.items() if name.startswith(CORE)}
+    assert _map_table() == code
 
 
-def test_the_core_names_no_testing_module() -> None:
-    core = {m: deps for m, deps in GRAPH.items() if not m.startswith("stabledist.testing")}
-    offenders = {m: sorted(d for d in deps if d.startswith("stabledist.testing"))
-                 for m, deps in core.items()}
-    assert not {m: d for m, d in offenders.items() if d}
+def test_the_map_lists_the_layers_in_import_linters_order() -> None:
+    """The map's rows, top layer first, follow the layers contract of ``pyproject.toml``."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c["layers"] for c in config["contracts"] if c["id"] == "core-layers")
+    order = [m.strip() for layer in layers for m in layer.split("|")]
+    assert list(_map_table()) == order
 
 
 def test_import_runs_no_testing_or_catalog_code() -> None:

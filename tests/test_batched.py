@@ -31,7 +31,7 @@ from numpyro.infer.autoguide import AutoNormal
 
 import stabledist as dist
 from stabledist._src.batching import _holds_blocking
-from stabledist._src.spec import spec_of
+from stabledist._src.records import record_of
 
 N = 2
 KEY = jax.random.PRNGKey(0)
@@ -47,7 +47,7 @@ def _vmapped(module, build):
 
 
 def _derived(d) -> bool:
-    rule = spec_of(type(d)).batch
+    rule = record_of(type(d)).batch
     has_leaves = any(hasattr(x, "shape") for x in jax.tree.leaves(d))
     return has_leaves and not (rule is not None and rule.keep) and not _holds_blocking(
         vars(d).values())

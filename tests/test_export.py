@@ -31,7 +31,8 @@ from helpers import BUILDERS
 import stabledist
 from stabledist._src import export as _export
 from stabledist._src import pytree as _pytree
-from stabledist._src.spec import spec_of
+from stabledist._src import records
+from stabledist._src.records import record_of
 from stabledist.testing import catalog
 
 pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")
@@ -150,9 +151,9 @@ def test_names_follow_the_mirrored_class() -> None:
             == "stabledist:numpyro.distributions.distribution.Distribution")
     registry = jax._src.export._export.deserialization_registry  # the names jax looks up
     for name in ("Normal", "TransformedDistribution", "MultivariateNormal"):
-        source = getattr(nd, name)
+        source, stable = getattr(nd, name), getattr(stabledist, name)  # (made on first use)
         entry = registry[f"stabledist:{source.__module__}.{source.__qualname__}"]
-        assert entry[0] is getattr(stabledist, name)
+        assert entry[0] is stable
     assert registry["stabledist:numpyro.distributions.transforms.AffineTransform"][0] is (
         nd.transforms.AffineTransform)
 
@@ -195,7 +196,7 @@ def test_aux_encoding_is_canonical_json() -> None:
     d = stabledist.Normal(0.0, 1.0).expand((2, 3))
     for node in (d, d.base_dist):
         _, aux = node.tree_flatten()
-        serialize, deserialize = _export._table_codec(type(node), spec_of(type(node)), "n")
+        serialize, deserialize = _export._table_codec(type(node), "n")
         data = serialize(aux)
         payload = json.loads(data)
         assert data == json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
@@ -215,9 +216,9 @@ def test_aux_encoding_is_canonical_json() -> None:
 def test_layout_change_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     d, x = _Scaled(jnp.full(2, 2.0)), jnp.ones(2)
     data = jax.export.export(jax.jit(log_prob))(d, x).serialize()
-    spec = spec_of(_Scaled)
-    monkeypatch.setattr(spec, "table", dataclasses.replace(
-        spec.table, aux=("renamed", *spec.table.aux[1:])))
+    record = record_of(_Scaled)
+    monkeypatch.setitem(records._RECORDS, _Scaled, dataclasses.replace(record, table=(
+        dataclasses.replace(record.table, aux=("renamed", *record.table.aux[1:])))))
     with pytest.raises(ValueError, match=r"_Scaled .* written with the aux fields .*'renamed'"):
         jax.export.deserialize(data)
 
@@ -244,7 +245,7 @@ def test_unknown_class_says_which_module_to_import(monkeypatch: pytest.MonkeyPat
 def test_registration_is_guarded() -> None:
     """A second registration of a class, or of a name another class holds, keeps the first."""
     before = dict(jax._src.export._export.serialization_registry)
-    _export.register_serialization(stabledist.Normal, spec_of(stabledist.Normal))
+    _export.register_serialization(stabledist.Normal, record_of(stabledist.Normal))
     _export._register(stabledist.Normal, "other", bytes, bytes)
     _export._register(stabledist.LogNormal, _export.serialized_name(stabledist.Normal), bytes,
                       bytes)

@@ -14,11 +14,8 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-import numpyro.distributions as nd
 import pytest
 
-import stabledist as sd
 from stabledist._src import jax_private
 
 PACKAGE = Path(__file__).resolve().parent.parent / "stabledist"
@@ -133,21 +130,6 @@ def test_each_fallback_gives_numpyros_numbers_with_one_warning() -> None:
         assert result["draws"][0] != result["draws"][1], name  # blocks in sequence continue
         assert result["traced"] and result["nested"], name
         assert (result["eqns"] > 1) == (name in _NO_HOISTING), (name, result["eqns"])
-
-
-def test_hoisting_program_compiles_with_the_options_this_jaxlib_has() -> None:
-    """jaxlib 0.11 dropped ``xla_cpu_use_fusion_emitters``: a hoisting program asks only for
-    the options this jaxlib accepts, so it still compiles (one program, no eager kernels)."""
-    options = jax_private.cpu_one_shot_options()
-    assert options.get("xla_backend_optimization_level") == 0
-    compiled = jax.jit(lambda x: x * 2, compiler_options=options).lower(1.0).compile()
-    assert compiled is not None
-    n = 5  # a dimension no other test hoists with
-    tril = jnp.linalg.cholesky(jnp.eye(n) + 0.2 * jnp.ones((n, n)))
-    d = sd.MultivariateNormal(jnp.zeros(n), scale_tril=tril)
-    got = jax.jit(lambda x: d.precision_matrix @ x)(jnp.ones(n))
-    want = nd.MultivariateNormal(jnp.zeros(n), scale_tril=tril).precision_matrix @ jnp.ones(n)
-    np.testing.assert_allclose(got, want, rtol=1e-5)
 
 
 def test_the_eager_test_reads_jaxs_own_state_on_supported_releases() -> None:

@@ -97,7 +97,7 @@ def test_own_methods_are_used_and_lazy_values_are_external(cls):
     lazy = "precision" if cls is ScaledNormal else "mean_"
     value = getattr(ours, lazy)
     np.testing.assert_array_equal(value, getattr(theirs, lazy))
-    assert lazy not in vars(ours) and lazy in CACHE.cached(ours)
+    assert lazy not in vars(ours) and lazy in CACHE.values_of(ours)
     assert jax.tree_util.tree_structure(ours) == tree  # reading changed nothing
     x = jnp.array([0.3, 0.7])
     got = jax.jit(lambda d: d.log_prob(x))(ours)

@@ -122,7 +122,7 @@ def test_given_value_is_exact_and_round_trip_recomputes(cls, how):
     assert_same_values(lazy_values(ours), lazy_values(theirs))
     ours_back = jax.tree_util.tree_unflatten(*reversed(jax.tree_util.tree_flatten(ours)))
     theirs_back = jax.tree_util.tree_unflatten(*reversed(jax.tree_util.tree_flatten(theirs)))
-    assert not CACHE.seeded(ours_back)
+    assert not CACHE.given(ours_back)
     assert_same_values(lazy_values(ours_back), lazy_values(theirs_back))
 
 
@@ -138,10 +138,10 @@ def test_get_args_does_not_grow_with_reads():
 @pytest.mark.parametrize(("cls", "how"), CASES)
 def test_copies_and_pickles_carry_given_values(cls, how):
     d = ALTERNATIVES[cls][how](sd)
-    given = CACHE.seeded(d)
+    given = CACHE.given(d)
     for other in (copy.copy(d), copy.deepcopy(d), pickle.loads(pickle.dumps(d))):
         assert jax.tree_util.tree_structure(other) == jax.tree_util.tree_structure(d)
-        assert_same_values(CACHE.seeded(other), given)
+        assert_same_values(CACHE.given(other), given)
         assert_same_values(lazy_values(other), lazy_values(d))
 
 
@@ -181,5 +181,5 @@ def test_clear_cache_keeps_given_values():
     d = sd.MultivariateNormal(LOC, covariance_matrix=COV)
     d.precision_matrix  # noqa: B018 - a computed value
     sd.clear_cache()
-    assert set(CACHE.cached(d)) == {"covariance_matrix"}
+    assert set(CACHE.values_of(d)) == {"covariance_matrix"}
     assert d.covariance_matrix is COV

@@ -1,6 +1,7 @@
 """The pytree protocol: constructor state only, declaration order, key paths, exact round
-trips, the same layout in every process, clear errors for malformed input, and stability all
-the way down (nested distributions, expand/to_event/mask results, factory results)."""
+trips, the same layout in every process, clear errors for malformed input, stability all the
+way down (nested distributions, expand/to_event/mask results, factory results), the field
+table, hybrid statics, the generated functions and their batch check."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import textwrap
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro.distributions as nd
 import pytest
 from helpers import BUILDERS
@@ -161,13 +163,13 @@ def test_unflatten_wrong_kind_of_leaves():
 
 
 def test_unflatten_malformed_aux():
+    """Aux data of the wrong length, naming fields the class does not have as absent, or no
+    tuple at all: a clear error that shows the aux data it was given."""
     children, aux = sd.Normal(0.0, 1.0).tree_flatten()
-    with pytest.raises(ValueError, match="malformed aux data"):
-        sd.Normal.tree_unflatten(aux[:-1], children)
-    with pytest.raises(ValueError, match="malformed aux data"):
-        sd.Normal.tree_unflatten((*aux[:-1], ("no_such_field",)), children)
-    with pytest.raises(ValueError, match="malformed aux data"):
-        sd.Normal.tree_unflatten(None, children)
+    for bad in (aux[:-1], (*aux[:-1], ("no_such_field",)), None):
+        with pytest.raises(ValueError) as info:
+            sd.Normal.tree_unflatten(bad, children)
+        assert f"malformed aux data {bad!r}: expected a tuple" in str(info.value)
 
 
 def test_tree_map_to_any_leaf_kind_works():
@@ -280,3 +282,208 @@ def test_sparse_car_into_jit_twice():
                      is_sparse=True)
     log_prob(changed)
     assert log_prob._cache_size() == 2
+
+
+# ---- the generated functions, the field table, hybrid statics -----------------------------
+
+
+def _unset(d, name):
+    del d.__dict__[name]  # the class attribute answers now, as for a field never set
+    return d
+
+
+def test_the_tree_flatten_method_is_what_jax_registered():
+    """numpyro's ``d.tree_flatten()`` (the Python flatten a user class's
+    ``super().tree_flatten()`` calls) gives JAX's own leaves and aux data: on the fast path,
+    with list aux (frozen to a tuple), with hybrid statics, with an unset field (the general
+    flatten) and for a batch derived from the leaves (aux keeps numpyro's stored shape); and
+    ``tree_unflatten`` rebuilds an instance of the same batch shape and tree structure."""
+    car_adj = np.array([[0.0, 1.0], [1.0, 0.0]])
+    batched = jax.vmap(lambda m: sd.Normal(m, 1.0))(jnp.ones((4, 3)))
+    cases = {
+        "Normal": sd.Normal(jnp.zeros(3), 1.0),
+        "MultivariateNormal": sd.MultivariateNormal(jnp.zeros(2), jnp.eye(2)),
+        "Independent": sd.Normal(jnp.zeros((2, 3)), 1.0).to_event(1),
+        "CAR (hybrid)": sd.CAR(jnp.zeros(2), 0.5, 1.0, car_adj),
+        "vmapped Normal": batched,
+        "Independent, a field unset (the general flatten)": _unset(
+            sd.Normal(jnp.zeros((2, 3)), 1.0).to_event(1), "has_enumerate_support"),
+        "vmapped CAR (hybrid, derived)": jax.vmap(
+            lambda m: sd.CAR(m, 0.5, 1.0, car_adj))(jnp.zeros((4, 2))),
+    }
+    for label, d in cases.items():
+        children, aux = d.tree_flatten()
+        assert aux == jax.tree_util.tree_structure(d).node_data()[1], label
+        hash(aux)  # aux data must be hashable: list aux frozen
+        mine, jaxs = jax.tree_util.tree_leaves(children), jax.tree_util.tree_leaves(d)
+        assert len(mine) == len(jaxs) and all(a is b for a, b in zip(mine, jaxs)), label
+        rebuilt = type(d).tree_unflatten(aux, children)
+        assert rebuilt.batch_shape == d.batch_shape, label
+        assert jax.tree_util.tree_structure(rebuilt) == jax.tree_util.tree_structure(d), label
+    assert batched.batch_shape == (4, 3)
+    assert batched.tree_flatten()[1][0] == (3,)  # numpyro's stored shape in aux
+    unset = cases["Independent, a field unset (the general flatten)"]
+    aux = unset.tree_flatten()[1]
+    assert aux[-1] == ("has_enumerate_support",) and ["loc", "scale"] != aux[4] == (
+        "loc", "scale")  # the list field frozen
+    assert jax.tree_util.tree_map(lambda x: x, unset).reparametrized_params == ["loc", "scale"]
+    car = cases["vmapped CAR (hybrid, derived)"]
+    assert car.batch_shape == (4,) and car.tree_flatten()[1][:2] == ((), (2,))
+
+
+def test_a_list_field_in_aux_data_is_a_list_again_after_a_round_trip():
+    """Aux data holds a list field frozen to a tuple (hashable); the rebuilt instance gets
+    numpyro's list back (``Independent.reparametrized_params``)."""
+    d = sd.Normal(jnp.zeros(3), 1.0).to_event(1)
+    theirs = nd.Normal(jnp.zeros(3), 1.0).to_event(1)
+    assert type(theirs.reparametrized_params) is list
+    for back in (jax.tree.map(lambda x: x, d), jax.jit(lambda d: d)(d)):
+        assert type(back.reparametrized_params) is list
+        assert back.reparametrized_params == theirs.reparametrized_params
+
+
+def test_generated_pytree_code_is_readable_in_tracebacks():
+    """The generated flatten/unflatten's source is kept in ``linecache`` (whole lines), so
+    tracebacks and debuggers show it."""
+    import linecache
+
+    from stabledist._src.pytree import pytree_of
+
+    code = pytree_of(sd.Normal).flatten.__code__
+    assert code.co_filename.startswith("<stabledist._src.pytree ")
+    lines = linecache.getlines(code.co_filename)
+    assert lines[code.co_firstlineno - 1] == "def flatten(d):\n"
+    assert all(line.endswith("\n") for line in lines)
+
+
+class _Mixin:
+    """Not a distribution: numpyro ignores its field declarations."""
+
+    pytree_data_fields = ("junk",)
+    pytree_aux_fields = ("more_junk",)
+
+
+def test_the_field_table_follows_numpyros_rules_and_stabledists_facts():
+    """``field_table``: a field declared both data and aux needs ``hybrid=`` (the error says
+    so) unless the class flattens itself (then it is in both); ``_validate_args`` comes last; a
+    hybrid name must be a data field; a plain mixin's declarations are ignored; the facts'
+    ``extra_data`` wins over an aux declaration, a ``recomputed`` name is neither data nor aux,
+    and ``list_aux`` is kept."""
+    from stabledist._src.describe import field_table
+
+    class Both(nd.Normal):
+        pytree_data_fields = ("flag",)
+        pytree_aux_fields = ("_validate_args", "flag")
+
+    with pytest.raises(TypeError) as info:
+        field_table(Both)
+    assert str(info.value).endswith(
+        "Both declares ['flag'] as both pytree data and aux fields; stabledist needs to know "
+        "when such a field is static: pass hybrid={name: test} to stabledist.make_stable, or "
+        "declare pytree_hybrid_fields")
+    own = field_table(Both, own_flatten=True)  # a user's own flatten decides: in both
+    assert "flag" in own.data and "flag" in own.aux
+    assert own.aux[-1] == "_validate_args"  # last, whatever a class declared first
+
+    with pytest.raises(TypeError, match=r"Both: hybrid field 'nope' is not a data field"):
+        field_table(Both, hybrid={"flag": lambda d, v: True, "nope": lambda d, v: True})
+
+    class Mixed(_Mixin, nd.Normal):
+        pass
+
+    table = field_table(Mixed)
+    assert set(table.data) == set(nd.Normal.gather_pytree_data_fields())
+    assert "junk" not in table.data and "more_junk" not in table.aux
+
+    class AuxFlag(nd.Normal):
+        pytree_aux_fields = ("flag",)
+
+    data_word = field_table(AuxFlag, extra_data=("flag",))  # stabledist's word wins
+    assert "flag" in data_word.data and "flag" not in data_word.aux
+    derived_word = field_table(AuxFlag, recomputed=("flag",))
+    assert "flag" not in derived_word.data and "flag" not in derived_word.aux
+    derived = field_table(nd.Normal, recomputed=("scale",))
+    assert "scale" not in derived.data and "scale" not in derived.aux
+    assert field_table(nd.Independent, list_aux=("reparametrized_params",)).list_aux == \
+        frozenset({"reparametrized_params"})
+
+
+def test_static_values_compare_by_content_and_hash_by_signature():
+    """Aux data of a hybrid field (a NumPy or SciPy adjacency matrix) makes equal treedefs for
+    equal contents and different ones otherwise (type, dtype, shape or contents); its hash
+    reads the signature alone."""
+    import scipy.sparse
+
+    from stabledist._src.pytree import StaticValue
+
+    a = np.arange(4.0).reshape(2, 2)
+    same, other = StaticValue(a.copy()), StaticValue(a + 1)
+    sv = StaticValue(a)
+    assert sv == sv and sv == same and hash(sv) == hash(same)
+    assert sv != other and hash(sv) == hash(other)  # same signature, other contents
+    assert sv != StaticValue(a.astype(np.float32))  # dtype
+    assert sv != StaticValue(a.reshape(4))  # shape
+    assert hash(sv) != hash(StaticValue(a.reshape(4)))
+    assert sv != StaticValue(a.tolist())  # type
+    a32 = a.astype(np.float32)
+    assert StaticValue(a32) != StaticValue(jnp.asarray(a32))  # type alone (same contents)
+    assert sv.__eq__(a) is NotImplemented and sv != 5
+    assert "ndarray" in repr(sv) and "(2, 2)" in repr(sv)
+    s1, s2 = scipy.sparse.csr_matrix(a), scipy.sparse.csr_matrix(a)
+    s3 = scipy.sparse.csr_matrix(a + 1)
+    assert StaticValue(s1) == StaticValue(s2) and StaticValue(s1) != StaticValue(s3)
+    assert hash(StaticValue(s1)) == hash(StaticValue(s2))
+
+
+# ---- the batch check of the generated unflatten -------------------------------------------
+
+
+def test_a_vmapped_holder_of_distributions_reads_its_batch_from_its_children():
+    """A class whose leaves are all in nested distributions (``Independent``) reads its batch
+    shape from a derived child after ``vmap``: numpyro's numbers for the stacked batch."""
+    means = jnp.arange(15.0).reshape(5, 3)
+    independent = jax.vmap(lambda m: sd.Normal(m, 1.0).to_event(1))(means)
+    assert independent.batch_shape == (5,) and independent.event_shape == (3,)
+    stacked = nd.Normal(means, 1.0).to_event(1)
+    x = jnp.ones((5, 3))
+    assert np.array_equal(independent.log_prob(x), stacked.log_prob(x))
+
+
+def test_an_eager_round_trip_never_asks_for_a_derivation(monkeypatch):
+    """The batch check counts each parameter's event rank right (an event-shaped parameter,
+    `Delta`'s ``v``; one with an event rank of its own, ``scale_tril``): an eager round trip
+    of any catalog example never reads its batch shape from the leaves (`batching.derive`'s
+    slow path, whose answer is the same). The censored classes are the exception by design:
+    numpyro gives their base its parent's rank."""
+    from stabledist._src import batching
+    from stabledist.testing import catalog
+
+    asked: list[str] = []
+    contributions = batching._contributions
+
+    def counting(state, rule, children):
+        asked.append(type(children).__name__)
+        return contributions(state, rule, children)
+
+    by_design = {"IntervalCensoredDistribution", "LeftCensoredDistribution",
+                 "RightCensoredDistribution"}
+    slow = []
+    monkeypatch.setattr(batching, "_derived_shapes", {})  # derive's memo would answer
+    monkeypatch.setattr(batching, "_contributions", counting)
+    for name, build in sorted(catalog.all_builders()):
+        d = build(sd)
+        before = len(asked)
+        leaves, treedef = jax.tree_util.tree_flatten(d)
+        jax.tree_util.tree_unflatten(treedef, leaves)
+        if len(asked) > before and type(d).__name__ not in by_design:
+            slow.append(name)
+    assert slow == []
+
+
+def test_a_distribution_in_a_leaf_is_no_error():
+    """``tree_map`` may put anything in a leaf (``jax.hessian`` with respect to a distribution
+    puts distributions there): the batch check's fallback for a leaf whose shape is no
+    sequence keeps the stored shape."""
+    n = sd.Normal(jnp.zeros(3), 1.0)
+    nested = jax.tree.map(lambda _: n, n)
+    assert nested.loc is n and nested.batch_shape == (3,)

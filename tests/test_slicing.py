@@ -185,3 +185,22 @@ def test_a_users_constructor_is_called_with_its_fields_or_refused():
     renamed = _Renamed(jnp.array([10.0, 20.0]), 2.0)
     with pytest.raises(TypeError, match=r"no argument for its field\(s\) \['loc', 'scale'\]"):
         renamed[0]
+
+
+def test_a_vmapped_expansion_is_refused_with_the_reason_and_its_promotion_slices():
+    """An expansion made inside ``vmap`` keeps the shape it was expanded to (numpyro's does:
+    its batch shape lives in aux data), so its base's parameters carry an axis its batch
+    shape does not describe: a slice is refused with that reason (never an error from inside
+    ``broadcast_to``), and numpyro's ``promote_batch_shape`` of it, which names the mapped
+    axis, slices as the same expansion made outside ``vmap`` does."""
+    from numpyro.contrib.control_flow.scan import promote_batch_shape
+
+    expanded = jax.vmap(lambda m: dist.Normal(m, 1.0).expand((3,)))(jnp.arange(4.0))
+    with pytest.raises(TypeError, match=r"batch shape \(4,\), which its batch shape \(3,\)"):
+        expanded[1]
+    promoted = promote_batch_shape(expanded)
+    outside = dist.Normal(jnp.arange(4.0)[:, None], 1.0).expand((4, 3))
+    assert promoted.batch_shape == outside.batch_shape == (4, 3)
+    for index in (1, (slice(None), 1), (slice(1, 3), 0)):
+        assert promoted[index].batch_shape == outside[index].batch_shape
+        assert jnp.array_equal(promoted[index].mean, outside[index].mean)

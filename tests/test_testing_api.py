@@ -122,6 +122,29 @@ class Leaky(nd.Normal):
         return super().log_prob(value)
 
 
+_MEMO: dict[int, object] = {}
+
+
+@stabledist.make_stable
+class Memoized(nd.Normal):
+    """Memoizes a derived value in a module-level dict, by instance id (issue 42): the dict
+    keeps the tracer of every trace that read it."""
+
+    @property
+    def precision(self):
+        if id(self) not in _MEMO:
+            _MEMO[id(self)] = self.scale**-2
+        return _MEMO[id(self)]
+
+    @property
+    def variance(self):
+        return 1.0 / self.precision
+
+
+def make_memoized() -> Memoized:
+    return Memoized(jnp.zeros(2), jnp.ones(2))
+
+
 def make_hand_cached() -> HandCached:
     return HandCached(jnp.zeros(2), jnp.ones(2))
 
@@ -548,6 +571,44 @@ def test_check_stable_passes_on_a_decorated_class_with_a_strategy() -> None:
 def test_check_stable_catches_hand_caching() -> None:
     with pytest.raises(StabilityError, match=r"(?s)access_plan:.*vars\(\) changed.*_precision"):
         check_stable(make_hand_cached, properties=["access_plan"])
+
+
+def test_hand_caching_failure_names_the_fix() -> None:
+    """The vars() failure says what to write instead, for each kind of class: a stable one
+    (lazy_property), a numpyro class stabledist has not made stable (make_stable as well),
+    numpyro's own (stabledist's class)."""
+    with pytest.raises(StabilityError) as info:
+        check_stable(make_hand_cached, properties=["access_plan"])
+    assert re.search(r"new attributes: \['_precision'\]\n  fix: compute the value in a "
+                     r"`lazy_property` \(numpyro's `numpyro.distributions.util.lazy_property`",
+                     str(info.value)), str(info.value)
+    assert "make_stable" not in str(info.value).split("fix:")[1]  # it is stable already
+    with pytest.raises(StabilityError, match=r"fix: .*`lazy_property`.*; Rate is not stable: "
+                                             r"wrap it, `Rate = stabledist.make_stable\(Rate\)`"):
+        check_stable(lambda: Rate(jnp.ones(2)), properties=["access_plan"])
+    with pytest.raises(StabilityError, match=r"fix: this is numpyro's own MultivariateNormal, "
+                                             r".*`stabledist.MultivariateNormal\(\.\.\.\)`"):
+        check_stable(make_upstream_mvn, properties=["access_plan"])
+
+
+def test_leak_report_keeps_what_holds_the_tracer() -> None:
+    """JAX names the holder deep in its text ("... is referred to by <module>._MEMO"): the
+    report keeps that text whole, and says the holder first."""
+    try:
+        with pytest.raises(StabilityError) as info:
+            check_stable(make_memoized, properties=["jit", "vmap"])
+    finally:
+        _MEMO.clear()
+    message = str(info.value)
+    for name in ("jit", "vmap"):
+        report = message.split(f"{name}: [{name}]", 1)[1].split("\n\n", 1)[0]
+        assert re.search(r"a tracer leaked, held by \S*\b_MEMO; ", report), report
+        assert re.search(r"^    <dict \d+> is referred to by \S*\b_MEMO$", report, re.M), report
+
+
+def test_check_stable_takes_one_property_as_a_string() -> None:
+    report = check_stable(make_shifted, properties="round_trip")
+    assert set(report.passed) == {"round_trip"} and not report.skipped
 
 
 def test_check_stable_catches_a_leaked_tracer() -> None:

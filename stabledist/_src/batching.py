@@ -6,8 +6,8 @@ still ``()``: every method then broadcasts wrongly or raises (numpyro #2271). Ev
 leaves ``vmap`` (``out_axes=0``), a ``lax.scan`` as ``ys`` or a ``tree_map(jnp.stack, ...)``
 gained the same leading axes, and the constructor gave the parameters one rank (numpyro's
 ``promote_shapes``), so the new batch shape can be read from the leaves when their rank
-disagrees with the stored one. The class's `stabledist._src.spec.BatchRule` says where (TFP's
-``parameter_properties`` in spirit):
+disagrees with the stored one. The `stabledist._src.records.BatchRule` of the class's record
+says where (TFP's ``parameter_properties`` in spirit):
 
 * a parameter of event rank ``e`` contributes ``shape[:ndim - e]``; a nested distribution
   contributes its batch shape less the dimensions its parent moves to the event (its offset);
@@ -15,8 +15,8 @@ disagrees with the stored one. The class's `stabledist._src.spec.BatchRule` says
   contribution, go in front of the stored batch shape; fewer (inside ``vmap``, or a ``scan``
   over a batched instance): the stored shape loses its leading axes.
 
-Every unflatten runs the check: `check_lines` writes it into the class's generated unflatten
-(`stabledist._src.pytree`), one ``len`` per parameter, so only an instance whose largest
+Every unflatten runs the check, generated from the class's `BatchRule` into its unflatten
+(`stabledist._src.pytree`): one ``len`` per parameter, so only an instance whose largest
 parameter rank disagrees with the stored batch shape (or whose nested distribution was
 derived) reaches `derive`. A derived instance keeps the stored shape under `STORED_BATCH_SHAPE`:
 flatten emits it as aux data, so the treedef stays numpyro's. Leaves without a ``shape`` say
@@ -32,21 +32,21 @@ rank and keep its stored shape) gets its stored shape back (`restored`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
+from stabledist._src.children import descendants, holding_fields, is_distribution, replace_held
 from stabledist._src.facts import BLOCKS_HOLDERS, EVENT
-from stabledist._src.spec import BASE_AUX, SPEC, BatchRule, ClassSpec
+from stabledist._src.records import BatchRule, record_of
 
-__all__ = ["STORED_BATCH_SHAPE", "check_lines", "derive", "is_derived", "restore_children",
-           "restored", "settled", "settled_arguments", "settled_value"]
+__all__ = ["STORED_BATCH_SHAPE", "derive", "is_derived", "restore_children", "restored",
+           "settled", "settled_arguments", "settled_value"]
 
 STORED_BATCH_SHAPE = "_numpyro_batch_shape"
 """Where a derived instance keeps the batch shape its aux data had (see the module doc)."""
 
-_DISTRIBUTION_META = type(_NumpyroDistribution)
 _SHAPES_PER_CLASS = 256  # derive's memo per class (a vmapped function returns one shape)
 _UNKNOWN = object()
 
@@ -55,64 +55,36 @@ def is_derived(value: Any) -> bool:
     """Whether ``value`` is a distribution whose batch shape was read from its leaves. (By its
     metaclass: ``isinstance`` against numpyro's classes goes through their metaclass's
     ``__instancecheck__``, and this runs on the elements of list fields.)"""
-    return isinstance(type(value), _DISTRIBUTION_META) and STORED_BATCH_SHAPE in value.__dict__
+    return is_distribution(value) and STORED_BATCH_SHAPE in value.__dict__
 
 
-def check_lines(rule: BatchRule | None, aux: Sequence[str], nested: tuple[str, ...]
-                 ) -> list[str]:
-    """The lines of a generated unflatten, after it built ``d`` from ``state``, ``children``
-    (leaves ``_0``, ``_1``, ...) and aux values ``_a0``, ``_a1``, ... named by ``aux``, that
-    send an instance whose leaves disagree with its stored batch shape to `derive`: one ``len``
-    per parameter (numpyro does not promote every parameter to one rank: a state-space model's
-    transition matrix is never batched), or, without parameters, a derived nested
-    distribution. A parent that keeps its shape and whose children keep theirs
-    (``rule.restores_children``) gives them their stored shapes back. Names used:
-    ``derive``, ``rule``, ``spec``, ``restore_children``, ``STORED``."""
-    if rule is None:
-        return []
-    restore = ([f"    restore_children(state, {nested!r})"]
-               if rule.restores_children and nested else [])
-    if rule.keep:
-        return restore
-    if not rule.arrays:
-        marks = " or ".join(f"STORED in getattr(_{i}, '__dict__', ())" for i, _ in rule.children)
-        return [f"    if {marks}:", "        return derive(d, spec, children)", *restore]
-    batch, event = (f"_a{list(aux).index(n)}" for n in BASE_AUX)
-    ranks = [f"len(getattr(_{i}, 'shape', ()))"
-             + (f" - len({event})" if rank == EVENT else f" - {rank}" if rank else "")
-             for i, rank in rule.arrays]
-    names = [f"r{k}" for k in range(len(ranks))]
-    # the largest rank differs from n: one rank above it (new axes), or every rank below it
-    test = (" or ".join(f"{r} > n" for r in names) + " or ("
-            + " and ".join(f"{r} < n" for r in names) + ")")
-    return ["    try:", f"        n = len({batch})",
-            *(f"        {r} = {rank}" for r, rank in zip(names, ranks)),
-            f"        if {test}:", "            return derive(d, spec, children)",
-            "    except TypeError:  # a leaf whose shape is no sequence (a distribution's method)",
-            "        return derive(d, spec, children)", *restore]
+_derived_shapes: dict[type, dict[Any, Any]] = {}  # per class: leaf shapes -> batch shape
 
 
-def derive(d: Any, spec: ClassSpec, children: Any) -> Any:
-    """Set ``d``'s batch shape from its leaves (see the module doc); returns ``d``."""
-    rule = spec.batch
+def derive(d: Any, children: Any) -> Any:
+    """Set ``d``'s batch shape from its leaves ``children`` (see the module doc), in place;
+    returns ``d``."""
+    rule = record_of(type(d)).batch
     assert rule is not None
     state = d.__dict__
     stored = tuple(state["_batch_shape"])
     key = None
+    shapes: dict[Any, Any] = {}
     batch: Any = _UNKNOWN
     if rule.pure:  # parameters only: the answer is a function of their shapes
         key = (stored, tuple(state["_event_shape"]),
                *[s if type(s := getattr(children[i], "shape", None)) is tuple else None
                  for i, _ in rule.arrays])
-        batch = spec.shapes.get(key, _UNKNOWN)
+        shapes = _derived_shapes.setdefault(type(d), {})
+        batch = shapes.get(key, _UNKNOWN)
     if batch is _UNKNOWN:
         batch = _derived_batch(d, rule, children, stored)
         if key is not None:
-            if len(spec.shapes) >= _SHAPES_PER_CLASS:
-                spec.shapes.clear()
-            spec.shapes[key] = batch
+            if len(shapes) >= _SHAPES_PER_CLASS:
+                shapes.clear()
+            shapes[key] = batch
     if batch is None or batch == stored:
-        restore_children(state)
+        restore_children(state, holding_fields(d))
         return d
     state.setdefault(STORED_BATCH_SHAPE, stored)
     state["_batch_shape"] = batch
@@ -153,10 +125,9 @@ def _holds_blocking(values: Any) -> bool:
     """Does any distribution among ``values``, or held by one anywhere below, keep its holders'
     shapes (`stabledist._src.facts.Facts.blocks_holders`: an `ExpandedDistribution`)?"""
     for value in values:
-        if isinstance(value, _NumpyroDistribution):
-            if isinstance(value, BLOCKS_HOLDERS) or _holds_blocking(
-                    v for v in value.__dict__.values() if isinstance(v, _NumpyroDistribution)):
-                return True
+        if is_distribution(value) and (isinstance(value, BLOCKS_HOLDERS) or any(
+                isinstance(v, BLOCKS_HOLDERS) for v in descendants(value))):
+            return True
     return False
 
 
@@ -227,30 +198,11 @@ def _broadcast(shapes: list[tuple]) -> tuple | None:
 # --- what constructors get and give ----------------------------------------------------------
 
 
-def restore_children(state: dict[str, Any], names: Sequence[str] | None = None) -> None:
-    """Give the derived distributions among the fields ``names`` of ``state`` (default: all)
-    their stored shapes back, as copies (a distribution given to a hand-called
-    ``tree_unflatten`` is never changed): their parent keeps its shape, so they keep theirs."""
-    for name in state if names is None else names:
-        value = state.get(name)
-        if is_derived(value):
-            state[name] = _restored(value)
-        elif type(value) is list and any(map(is_derived, value)):
-            state[name] = [_restored(v) if is_derived(v) else v for v in value]
-
-
-def _restored(d: Any) -> Any:
-    copy = object.__new__(type(d))
-    state = d.__dict__.copy()
-    state["_batch_shape"] = state.pop(STORED_BATCH_SHAPE)
-    restore_children(state, _nested(type(d)))  # its own derived children
-    object.__setattr__(copy, "__dict__", state)  # not Distribution.__setattr__'s bookkeeping
-    return copy
-
-
-def _nested(cls: type) -> tuple[str, ...]:
-    spec = vars(cls).get(SPEC)
-    return spec.nested if spec is not None else ()
+def restore_children(state: dict[str, Any], names: Iterable[str]) -> None:
+    """Give the derived distributions held in the fields ``names`` of ``state`` their stored
+    shapes back, as copies (a distribution given to a hand-called ``tree_unflatten`` is never
+    changed): their parent keeps its shape, so they keep theirs."""
+    replace_held(state, names, restored)
 
 
 def restored(d: Any) -> Any:
@@ -258,7 +210,12 @@ def restored(d: Any) -> Any:
     constructor that ran with `settled` arguments holds derived now, its own ``jax.tree.map``
     derived (numpyro's truncated and censored classes promote their base's leaves and keep
     its stored shape), so it gets numpyro's shape, as in numpyro, where nothing is derived."""
-    return _restored(d) if is_derived(d) else d
+    if not is_derived(d):
+        return d
+    state = d.__dict__.copy()
+    state["_batch_shape"] = state.pop(STORED_BATCH_SHAPE)
+    restore_children(state, holding_fields(d))  # its own derived children
+    return _with_state(d, state)
 
 
 def settled(d: Any) -> Any:
@@ -269,15 +226,15 @@ def settled(d: Any) -> Any:
     the caller's instance keeps its element's tree structure.)"""
     if not is_derived(d):
         return d
-    copy = object.__new__(type(d))
     state = dict(d.__dict__)
     del state[STORED_BATCH_SHAPE]
-    for name in _nested(type(d)):
-        value = state.get(name)
-        if is_derived(value):
-            state[name] = settled(value)
-        elif type(value) is list and any(map(is_derived, value)):
-            state[name] = [settled(v) for v in value]
+    replace_held(state, holding_fields(d), settled)
+    return _with_state(d, state)
+
+
+def _with_state(d: Any, state: dict[str, Any]) -> Any:
+    """A new instance of ``d``'s class with ``state`` (no constructor, no bookkeeping)."""
+    copy = object.__new__(type(d))
     object.__setattr__(copy, "__dict__", state)
     return copy
 

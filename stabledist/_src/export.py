@@ -4,10 +4,10 @@
 arguments and results (``in_tree``, ``out_tree``) with the bytes: every custom node needs a
 name and an aux data encoder registered with ``jax.export.register_pytree_node_serialization``
 (numpyro registers none, so its distributions cannot be exported). Here every stable class is
-registered once, when it is created (`register_serialization`, called by the fork's
-registration step, so a user's `make_stable` class is covered too),
-and so are numpyro's constraint and transform types, which appear as nodes inside
-distributions (``TransformedDistribution.transforms``, a truncated distribution's support).
+registered once, when it is created (`register_serialization`, called by the registration,
+so a user's `make_stable` class is covered too), and numpyro's constraint and transform types,
+which appear as nodes inside distributions (``TransformedDistribution.transforms``, a
+truncated distribution's support), once at import (`register_numpyro_nodes`).
 
 * **Names** do not depend on where stabledist keeps its classes: ``stabledist:`` followed by
   the module and qualified name of the class a stable class mirrors
@@ -52,10 +52,12 @@ from numpyro.distributions import transforms as _transforms
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
 from stabledist._src import jax_private
-from stabledist._src.pytree import StaticValue
-from stabledist._src.spec import SPEC, ClassSpec
+from stabledist._src.introspect import is_numpyro_class
+from stabledist._src.pytree import StaticValue, pytree_of
+from stabledist._src.records import ClassRecord, is_stable_class, record_of
 
-__all__ = ["UnserializableAuxError", "register_serialization", "serialized_name"]
+__all__ = ["UnserializableAuxError", "missing_name", "register_numpyro_nodes",
+           "register_serialization", "serialized_name"]
 
 PREFIX = "stabledist:"
 _FORMAT = 1  # the version of the encoding below, written with every distribution's aux data
@@ -90,10 +92,10 @@ class _CannotEncodeError(Exception):
 
 def serialized_name(cls: type) -> str:
     """The name ``jax.export`` writes for the stable class ``cls`` (see the module doc)."""
-    return PREFIX + _qualified(getattr(cls, SPEC).source)
+    return PREFIX + _qualified(record_of(cls).source)
 
 
-def register_serialization(cls: type, spec: ClassSpec) -> None:
+def register_serialization(cls: type, record: ClassRecord) -> None:
     """Register the stable class ``cls`` (just registered as a pytree) for ``jax.export``.
 
     A class with a user's own ``tree_flatten`` has the user's aux data (encoded as a value,
@@ -101,12 +103,11 @@ def register_serialization(cls: type, spec: ClassSpec) -> None:
     """
     if _register_node is None:
         return
-    _ensure_numpyro_nodes()
-    name = PREFIX + _qualified(spec.source)
-    if spec.own is not None:
+    name = PREFIX + _qualified(record.source)
+    if record.own is not None:
         serialize, deserialize = _value_codec(cls, name)
     else:
-        serialize, deserialize = _table_codec(cls, spec, name)
+        serialize, deserialize = _table_codec(cls, name)
     _register(cls, name, serialize, deserialize)
 
 
@@ -129,23 +130,27 @@ def _register(nodetype: type, name: str, serialize: Callable[[Any], bytes],
 
 
 def _redefines(new: type, old: type) -> bool:
-    return (_qualified(new) == _qualified(old) and SPEC in vars(new) and SPEC in vars(old))
+    return _qualified(new) == _qualified(old) and is_stable_class(new) and is_stable_class(old)
 
 
 def _from_children(nodetype: type) -> Callable[..., Any]:
-    unflatten = getattr(nodetype, SPEC).pytree.unflatten
-    own = getattr(nodetype, SPEC).own
-    return own[1] if own is not None else unflatten
+    functions = pytree_of(nodetype)
+    return functions.own[1] if functions.own is not None else functions.unflatten
 
 
-def _missing_name(name: str) -> None:
+def missing_name(name: str, stable_class: Callable[[type], type]) -> None:
     """jax.export is about to fail on bytes that name a stable class no module has defined in
-    this process: say which module to import (JAX's own error names only the name)."""
+    this process. A mirror of numpyro's is made now (``stable_class``: mirrors are made on
+    first use); for any other class, say which module to import (JAX's own error names only
+    the name)."""
     if not name.startswith(PREFIX):
         return
     path = name[len(PREFIX):]
     module = path.split(".", 1)[0]
     source = _imported_class(path)
+    if source is not None and is_numpyro_class(source):
+        stable_class(source)  # registers its name
+        return
     if source is not None:  # its module is imported, the class is numpyro-style: not stable
         where = (f"the exporting process made it stable: call `stabledist.make_stable("
                  f"{source.__module__}.{source.__qualname__})` before jax.export.deserialize")
@@ -161,7 +166,8 @@ def _missing_name(name: str) -> None:
 
 def _imported_class(path: str) -> type | None:
     """The class ``module.qualname`` names, when its module is imported already (nothing is
-    imported here) and it is a numpyro distribution class of a user's."""
+    imported here) and it is a numpyro-style distribution class that is not stable (numpyro's or
+    a user's)."""
     parts = path.split(".")
     for i in range(len(parts) - 1, 0, -1):
         found: Any = sys.modules.get(".".join(parts[:i]))
@@ -170,40 +176,33 @@ def _imported_class(path: str) -> type | None:
         for attr in parts[i:]:
             found = getattr(found, attr, None)
         if (isinstance(found, type) and issubclass(found, _NumpyroDistribution)
-                and SPEC not in vars(found)):
+                and not is_stable_class(found)):
             return found
         return None
     return None
-
-
-jax_private.on_missing_export_name(_missing_name)
 
 
 def _qualified(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-_numpyro_nodes_done = False
-
-
-def _ensure_numpyro_nodes() -> None:
-    """Once: register numpyro's constraint and transform types (nodes inside distributions).
+def register_numpyro_nodes() -> None:
+    """Register numpyro's constraint and transform types (nodes inside distributions), and
+    numpyro's own distribution classes with a refusal that names the fix; once, at import.
 
     numpyro registers each with JAX as a pytree (``__init_subclass__``) with aux data
     ``(parameter names, {attribute: value})``; types defined later (a user's transform) are
     not covered and make ``serialize()`` fail with JAX's "unregistered type" error.
     """
-    global _numpyro_nodes_done
-    if _numpyro_nodes_done:
+    if _register_node is None:
         return
-    _numpyro_nodes_done = True
     for base in (_constraints.Constraint, _transforms.Transform):
         for node in sorted(_subclasses(base), key=_qualified):
             if node.__module__.startswith("numpyro."):
                 name = PREFIX + _qualified(node)
                 _register(node, name, *_numpyro_node_codec(node, name))
     for cls in sorted(_subclasses(_NumpyroDistribution), key=_qualified):
-        if cls.__module__.startswith("numpyro.") and SPEC not in vars(cls):
+        if cls.__module__.startswith("numpyro.") and not is_stable_class(cls):
             _register(cls, f"{PREFIX}numpyro-built:{_qualified(cls)}", *_refusal(cls))
 
 
@@ -237,13 +236,14 @@ def _subclasses(base: type) -> set[type]:
 # --- codecs: one per registered type --------------------------------------------------------
 
 
-def _table_codec(cls: type, spec: ClassSpec, name: str
+def _table_codec(cls: type, name: str
                  ) -> tuple[Callable[[Any], bytes], Callable[[bytes], Any]]:
     """Aux data ``(aux values..., hybrid statics..., absent names)`` with its field names."""
     label = f"{cls.__qualname__} ({name})"
 
     def fields() -> list[str]:
-        return [*spec.table.aux, *spec.table.hybrid, _ABSENT]
+        table = record_of(cls).table
+        return [*table.aux, *table.hybrid, _ABSENT]
 
     def serialize(aux: Any) -> bytes:
         names = fields()

@@ -1,5 +1,5 @@
 """What numpyro's own declarations do not say about its classes: every per-class fact of the
-fork, as data, in this one module.
+fork of numpyro, as data, in this one module.
 
 Everything else stabledist knows about a class is read from numpyro (``arg_constraints``,
 ``pytree_data_fields``, ``pytree_aux_fields``, ``lazy_property``, constructor signatures). The

@@ -1,4 +1,5 @@
-"""Which lazy values a trace hoists out of the compiled program, and which it computes inside.
+"""Hoisting: when a lazy value first read in a trace is worth computing once, outside it, and
+how it is computed then.
 
 A lazy value of a distribution whose leaves are concrete (a global prior closed over by a
 jitted function) can be computed once, eagerly, and enter the trace as a constant: every call
@@ -14,29 +15,28 @@ intermediate much larger than the parameters and the result (``SineBivariateVonM
 normalising series). Any other value is computed in the trace, exactly as numpyro computes
 it there: the same program, so the same bits and the same first-call cost.
 
-The decision looks at the operations of the value's computation, without a compile: those
-its first computation in the trace added (`_first_in_trace`: no extra trace), or, when that
-computation used values cached before, those of an abstract trace from the leaves alone
-(`_decide`: as costly as tracing the user's whole ``log_prob``). It is memoized per class,
-property and leaf shapes/dtypes - and, when it cannot depend on the sizes (a linear-algebra
-primitive; or no intermediate larger than the leaves or results together), per leaf *ranks*:
-a new batch size decides nothing again.
+The decision (the *mode*) looks at the operations of the value's computation, without a
+compile: those its first computation in the trace added (`mode_from_recording`: no extra
+trace), or, when that computation used values cached before, those of an abstract trace from
+the leaves alone (`decide_abstractly`: as costly as tracing the user's whole ``log_prob``).
+It is memoized per class, property and leaf shapes/dtypes - and, when it cannot depend on the
+sizes (a linear-algebra primitive; or no intermediate larger than the leaves or results
+together), per leaf *ranks*: a new batch size decides nothing again. Where a first read is
+computed, and whether this module is asked at all, is `stabledist._src.reads`' decision.
 
-A hoisted value is computed by one compiled program per class, property and tree structure
-(`compute_hoisted`), shared by every instance with those leaf shapes: op by op it would
-compile one XLA program per operation and shape, several times numpyro's first call for the
-``SineBivariateVonMises`` series (the benchmarks page has the figures). On the CPU
-the program is compiled with XLA's cheap code generation (`_one_shot_options`): it runs
-once. On an accelerator a value of a few distinct operations (at most `EAGER_OPS_MAX`: an
-MVN's ``precision_matrix``) is computed op by op (numpyro's eager value bit for bit), a longer
-one by the program. A program may round differently from the op-by-op kernels (``Wishart``'s
-``variance``: 1-3 units in the last place; on the CPU other Wishart matrices: 1 unit), as
-numpyro's own compiled program does.
+A hoisted value (`compute_hoisted`) is computed by one compiled program per class and property
+(mode ``"program"``; JAX keeps one executable per tree structure and leaf shapes), shared by
+every instance with those leaf shapes: op
+by op it would compile one XLA program per operation and shape, several times numpyro's first
+call for the ``SineBivariateVonMises`` series (the benchmarks page has the figures). On the
+CPU the program is compiled with XLA's cheap code generation (`_one_shot_options`): it runs
+once. On an accelerator a value of a few distinct operations (at most `OP_BY_OP_MAX`: an
+MVN's ``precision_matrix``) is computed op by op (mode ``"op_by_op"``: numpyro's eager value
+bit for bit), a longer one by the program. A program may round differently from the op-by-op
+kernels (``Wishart``'s ``variance``: 1-3 units in the last place; on the CPU other Wishart
+matrices: 1 unit), as numpyro's own compiled program does.
 
-Only a trace that *stages* operations (``jit``, ``scan``, ``pmap``, ...) needs any of this:
-under ``grad``, ``jvp`` or ``vmap`` alone, operations on concrete leaves run eagerly anyway, so
-the value is computed as numpyro computes it there - eagerly, numpyro's bits - and cached, as
-numpyro caches it (`stages`).
+Decisions and programs are this module's own tables, keyed by class.
 """
 
 from __future__ import annotations
@@ -47,26 +47,18 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.core import Tracer
 
 from stabledist._src import jax_private
-from stabledist._src.introspect import SPEC_ATTRIBUTE
-from stabledist._src.jax_private import (
-    Recording,
-    constants_used,
-    cpu_one_shot_options,
-    current_trace,
-    drop_recorded,
-    recorded_equations,
-    stages,
-    start_recording,
-)
+from stabledist._src.cache import CACHE
+from stabledist._src.jax_private import Recording, constants_used
+from stabledist._src.records import is_stable_class
 
-__all__ = ["CONCRETE_TYPES", "EAGER_OPS_MAX", "HEAVY_PRIMITIVES", "LARGE_CONSTANTS",
-           "compute_hoisted", "hoisting_mode", "is_concrete", "known_mode", "one_shot_programs",
-           "simplified_constants", "stages", "traced_value"]
+__all__ = ["EXPANSION", "HEAVY_PRIMITIVES", "LARGE_CONSTANTS", "MEMO_MAX", "OP_BY_OP_MAX",
+           "Mode", "compute_hoisted", "cpu_one_shot_options", "decide_abstractly",
+           "hoisting_mode", "known_mode", "mode_from_recording", "one_shot_programs",
+           "simplified_constants"]
 
 HEAVY_PRIMITIVES = frozenset({
     # linear algebra (more than linear work in the size of its operands)
@@ -84,9 +76,9 @@ EXPANSION = 4
 """An intermediate more than this many times larger than both the inputs and the result
 (a series evaluated on a grid) makes a value worth hoisting."""
 
-EAGER_OPS_MAX = 8
+OP_BY_OP_MAX = 8
 """A hoisted value whose computation has at most this many distinct operations (mode
-``"eager"``) is computed op by op on an accelerator (numpyro's eager bits; each kernel
+``"op_by_op"``) is computed op by op on an accelerator (numpyro's eager bits; each kernel
 compiled once per shape and shared), and on the CPU by a program compiled with
 `_one_shot_options` (one cheap compile: the first call of a function reading an MVN's
 ``precision_matrix`` then costs numpyro's, where op by op it cost more); one with more by one
@@ -98,7 +90,21 @@ numbers (leaves or result) is hoisted even when it is elementwise work: closed-o
 then passed to the compiled program, not folded into it, so the value would be computed again
 in every call (the benchmarks page has the constants rows)."""
 
-Mode = Literal["trace", "eager", "program"]
+Mode = Literal["trace", "op_by_op", "program"]
+"""Where a staging trace gets a lazy value of concrete leaves: computed in the trace as numpyro
+does (``"trace"``), or hoisted: computed op by op (``"op_by_op"``) or by a compiled program
+(``"program"``), entering the trace as a constant."""
+
+_Program = Callable[[Any, list[Any], dict[str, Any]], Any]
+
+MEMO_MAX = 256
+"""Entries a class's decisions (or failed programs) may hold before they are emptied."""
+
+# per class: (key -> mode), ((property, compute) -> program) and the (property, compute, tree
+# structure) that could not be compiled
+_decisions: dict[type, dict[Any, Mode]] = {}
+_programs: dict[type, dict[Any, _Program]] = {}
+_unprogrammable: dict[type, dict[Any, bool]] = {}
 
 
 @functools.cache
@@ -109,40 +115,84 @@ def simplified_constants() -> bool:
     return bool(getattr(jax.config, "jax_use_simplified_jaxpr_constants", False))
 
 
-
-def _class_memo(instance: Any, kind: str) -> dict[Any, Any]:
-    """The memo ``kind`` ("decisions" or "programs") of ``instance``'s class, kept on its spec
-    (`stabledist._src.spec.ClassSpec.hoisting`). A class without a spec (a cached lazy
-    property on a class that is no stable distribution) memoizes nothing."""
-    spec = getattr(type(instance), SPEC_ATTRIBUTE, None)
-    return {} if spec is None else spec.hoisting.setdefault(kind, {})
-
-
-def hoisting_mode(instance: Any, name: str, compute: Callable[[Any], Any],
-                  leaves: list[Any], treedef: Any) -> Mode:
-    """How a staging trace gets ``compute(instance)`` (the lazy value ``name``) of an
-    instance with concrete leaves: ``"trace"`` computes it in the trace, as numpyro does
-    (elementwise work); ``"eager"`` hoists it op by op (a short computation off the CPU:
-    `EAGER_OPS_MAX`); ``"program"`` hoists it with a compiled program (`compute_hoisted`).
-    Memoized per class, name and leaf shapes/dtypes, and per leaf ranks when the decision
-    cannot depend on the sizes (`_decide`); a computation that cannot be traced abstractly is
-    hoisted op by op."""
-    mode = known_mode(instance, name, leaves)
-    if mode is None:
-        mode, sizeless = _decide(compute, leaves, treedef)
-        _remember(instance, name, leaves, mode, sizeless)
-    return mode
+def _memo(table: dict[type, dict[Any, Any]], cls: type) -> dict[Any, Any]:
+    """``cls``'s memo in ``table``; a class that is no stable distribution (a cached lazy
+    property on another class) memoizes nothing."""
+    if not is_stable_class(cls):
+        return {}
+    memo = table.get(cls)
+    if memo is None:
+        memo = table.setdefault(cls, {})
+    return memo
 
 
-def known_mode(instance: Any, name: str, leaves: list[Any]) -> Mode | None:
-    """The memoized decision for these leaf shapes (or ranks), if one was made."""
-    decisions = _class_memo(instance, "decisions")
+# --- deciding --------------------------------------------------------------------------------
+
+
+def known_mode(cls: type, name: str, leaves: list[Any]) -> Mode | None:
+    """The memoized mode of ``name`` for these leaf shapes (or ranks), if one was decided."""
+    decisions = _decisions.get(cls)
     if not decisions:
         return None
     shapes, dtypes = _signature(leaves)
     mode = decisions.get(("shapes", name, shapes, dtypes))
     if mode is None:
         mode = decisions.get(("ranks", name, _ranks(shapes), dtypes))
+    return mode
+
+
+def hoisting_mode(instance: Any, name: str, compute: Callable[[Any], Any],
+                  leaves: list[Any], treedef: Any) -> Mode:
+    """The mode of ``compute(instance)`` (the lazy value ``name``) of an instance with
+    concrete leaves: memoized, else decided from an abstract trace (`decide_abstractly`)."""
+    mode = known_mode(type(instance), name, leaves)
+    if mode is None:
+        mode = decide_abstractly(type(instance), name, compute, leaves, treedef)
+    return mode
+
+
+def decide_abstractly(cls: type, name: str, compute: Callable[[Any], Any], leaves: list[Any],
+                      treedef: Any) -> Mode:
+    """The mode from an abstract trace of the value from the leaves alone, remembered."""
+    mode, sizeless = _abstract_mode(compute, leaves, treedef)
+    _remember(cls, name, leaves, mode, sizeless)
+    return mode
+
+
+def _abstract_mode(compute: Callable[[Any], Any], leaves: list[Any],
+                   treedef: Any) -> tuple[Mode, bool]:
+    """`_classify` of an abstract trace of ``compute`` from the leaves; a computation that
+    cannot be traced abstractly (Python control flow on values) is op by op."""
+    def value(*xs: Any) -> Any:
+        return compute(jax.tree_util.tree_unflatten(treedef, xs))
+
+    try:
+        closed = jax.make_jaxpr(value)(*leaves)
+    except Exception:  # not traceable abstractly
+        return "op_by_op", False
+    jaxpr = closed.jaxpr
+    io = max(sum(_size(v.aval) for v in jaxpr.invars),
+             sum(_size(v.aval) for v in jaxpr.outvars if hasattr(v, "aval")), 1)
+    return _classify(jaxpr.eqns, io)
+
+
+def mode_from_recording(cls: type, name: str, leaves: list[Any], recording: Recording,
+                        eqns: list[Any], value: Any) -> Mode | None:
+    """The mode of ``value`` from the equations its computation added to the trace (``eqns``,
+    `recording`), remembered; None when the computation used an array other than the
+    instance's leaves - a value cached for this or another instance, which a fresh instance
+    would recompute, so the equations do not tell its cost."""
+    leaf_ids = {id(x) for x in leaves}
+    for x in jax.tree_util.tree_leaves(value):  # a cached value returned as it is
+        if id(x) not in leaf_ids and isinstance(x, jax.Array) and not isinstance(x, Tracer):
+            return None
+    for const in constants_used(recording, eqns):  # numpy arrays are code literals
+        if id(const) not in leaf_ids and isinstance(const, jax.Array):
+            return None
+    io = max(sum(_size(x) for x in leaves),
+             sum(_size(x) for x in jax.tree_util.tree_leaves(value)), 1)
+    mode, sizeless = _classify(eqns, io)
+    _remember(cls, name, leaves, mode, sizeless)
     return mode
 
 
@@ -158,29 +208,12 @@ def _ranks(shapes: tuple) -> tuple:
     return tuple(tuple(d == 1 for d in s) for s in shapes)
 
 
-def _remember(instance: Any, name: str, leaves: list[Any], mode: Mode, sizeless: bool) -> None:
-    decisions = _class_memo(instance, "decisions")
+def _remember(cls: type, name: str, leaves: list[Any], mode: Mode, sizeless: bool) -> None:
+    decisions = _bounded(_memo(_decisions, cls))
     shapes, dtypes = _signature(leaves)
     decisions[("shapes", name, shapes, dtypes)] = mode
     if sizeless:
         decisions[("ranks", name, _ranks(shapes), dtypes)] = mode
-
-
-def _decide(compute: Callable[[Any], Any], leaves: list[Any],
-            treedef: Any) -> tuple[Mode, bool]:
-    """The mode from an abstract trace of the value from the leaves alone, and whether it
-    holds for every size of the same leaf ranks (`_classify`)."""
-    def value(*xs: Any) -> Any:
-        return compute(jax.tree_util.tree_unflatten(treedef, xs))
-
-    try:
-        closed = jax.make_jaxpr(value)(*leaves)
-    except Exception:  # not traceable abstractly (Python control flow on values, ...)
-        return "eager", False
-    jaxpr = closed.jaxpr
-    io = max(sum(_size(v.aval) for v in jaxpr.invars),
-             sum(_size(v.aval) for v in jaxpr.outvars if hasattr(v, "aval")), 1)
-    return _classify(jaxpr.eqns, io)
 
 
 def _classify(eqns: list[Any], io: int) -> tuple[Mode, bool]:
@@ -200,11 +233,11 @@ def _classify(eqns: list[Any], io: int) -> tuple[Mode, bool]:
             return "trace", peak <= io
         if io < LARGE_CONSTANTS:  # (decided per size: a larger one may be hoisted)
             return "trace", False
-    # an eager evaluation compiles one kernel per distinct top-level operation
+    # op by op, an evaluation compiles one kernel per distinct top-level operation
     ops = {(e.primitive.name, tuple(str(v.aval) for v in e.invars), str(e.params))
            for e in eqns}
-    short = len(ops) <= EAGER_OPS_MAX
-    return ("eager" if short and not one_shot_programs() else "program"), heavy_primitive
+    short = len(ops) <= OP_BY_OP_MAX
+    return ("op_by_op" if short and not one_shot_programs() else "program"), heavy_primitive
 
 
 def _scan(eqns: Any) -> tuple[bool, int]:
@@ -223,143 +256,106 @@ def _scan(eqns: Any) -> tuple[bool, int]:
     return heavy, peak
 
 
-def traced_value(instance: Any, name: str, compute: Callable[[Any], Any],
-                 cached: Callable[[Any], dict[str, Any]],
-                 seed: Callable[[Any, str, Any], None]) -> Any:
-    """The lazy value ``name`` = ``compute(instance)`` first read under a trace: the one call
-    the cache makes, which caches what this returns when it holds no tracer.
-
-    With traced leaves, or under ``grad``/``vmap`` alone (`stages`), or on a JAX without what
-    hoisting needs: computed where it is read, numpyro's value. Under a staging trace with
-    concrete leaves: computed in the trace (elementwise work, as numpyro does) or hoisted, as
-    the memoized decision for these leaf shapes says; the first read at new shapes is computed
-    in the trace and decided from what that added (`_first_in_trace`), or else from an
-    abstract trace (`hoisting_mode`). ``cached(instance)`` gives the values the instance
-    holds already, ``seed`` stores one: a hoisting program rebuilds the instance with them."""
-    if not jax_private.hoisting_available():
-        return compute(instance)
-    leaves, treedef = jax.tree_util.tree_flatten(instance)
-    if not is_concrete(leaves) or not stages(current_trace()):
-        return compute(instance)
-    mode = known_mode(instance, name, leaves)
-    if mode is None:
-        value, mode = _first_in_trace(instance, name, compute, leaves)
-        if mode == "trace":
-            return value
-        if mode is None:
-            mode = hoisting_mode(instance, name, compute, leaves, treedef)
-    if mode == "trace":
-        return compute(instance)
-    with jax_private.no_ambient_mesh():
-        if mode == "program":
-            return compute_hoisted(instance, name, compute, leaves, treedef, cached(instance),
-                                   seed)
-        with jax.ensure_compile_time_eval():  # "eager": numpyro's eager value, op by op
-            return compute(instance)
-
-
-def _first_in_trace(instance: Any, name: str, compute: Callable[[Any], Any],
-                    leaves: list[Any]) -> tuple[Any, Mode | None]:
-    """The first read at these shapes: ``(value, mode)``, the value computed in the trace as
-    numpyro does and the mode decided from what that added (`_recorded_mode`); ``(None,
-    None)`` when that cannot decide (the trace records elsewhere, the computation needs
-    concrete values, or it used a value cached before). A value to hoist leaves no equation
-    in the trace."""
-    recording = start_recording(current_trace())
-    if recording is None:
-        return None, None
-    try:
-        value = compute(instance)
-    except Exception:  # e.g. Python control flow on values
-        return None, None
-    eqns = recorded_equations(recording)
-    mode = _recorded_mode(instance, name, leaves, recording, eqns, value)
-    if mode != "trace" and not any(e.effects for e in eqns):
-        # dropped (hoisted, or decided again): what the computation added is dead code, and
-        # jit keeps even dead equations in its program
-        drop_recorded(recording)
-    return value, mode
-
-
-def _recorded_mode(instance: Any, name: str, leaves: list[Any], recording: Recording,
-                   eqns: list[Any], value: Any) -> Mode | None:
-    """The mode of ``value`` from its recorded equations, remembered as `hoisting_mode`
-    remembers it; ``None`` when the computation used an array other than the instance's
-    leaves - a value cached for this or another instance, which a fresh instance would
-    recompute."""
-    leaf_ids = {id(x) for x in leaves}
-    for x in jax.tree_util.tree_leaves(value):  # a cached value returned as it is
-        if id(x) not in leaf_ids and isinstance(x, jax.Array) and not isinstance(x, Tracer):
-            return None
-    for const in constants_used(recording, eqns):  # numpy arrays are code literals
-        if id(const) not in leaf_ids and isinstance(const, jax.Array):
-            return None
-    io = max(sum(_size(x) for x in leaves),
-             sum(_size(x) for x in jax.tree_util.tree_leaves(value)), 1)
-    mode, sizeless = _classify(eqns, io)
-    _remember(instance, name, leaves, mode, sizeless)
-    return mode
-
-
 def _size(aval: Any) -> int:
     shape = np.shape(aval) if not hasattr(aval, "shape") else aval.shape
     return math.prod(shape) if shape else 1
 
 
-_Program = Callable[[list[Any], dict[str, Any]], Any]
+# --- computing -------------------------------------------------------------------------------
 
 
-def compute_hoisted(instance: Any, name: str, compute: Callable[[Any], Any],
-                    leaves: list[Any], treedef: Any, known: dict[str, Any],
-                    seed: Callable[[Any, str, Any], None]) -> Any:
-    """``compute(instance)`` as a constant, by a compiled program of the leaves shared per
-    class, property and tree structure. ``known`` are the instance's values already in the
-    cache (given by its constructor, or read before), passed in and ``seed``ed into the
-    rebuilt instance, so the program uses them as ``compute(instance)`` would. Values that
-    cannot be compiled (a tree structure with unhashable static fields, a value that is not
-    arrays, Python control flow on values) are computed eagerly, op by op."""
-    # (property, compute, tree structure) -> its compiled program, or None when the value
-    # could not be compiled (then it is computed op by op)
-    programs: dict[Any, _Program | None] = _class_memo(instance, "programs")
-    known = {k: v for k, v in known.items() if _is_array_tree(v)}
-    key = (name, compute, treedef)
+def compute_hoisted(instance: Any, name: str, compute: Callable[[Any], Any], mode: Mode,
+                    leaves: list[Any], treedef: Any, known: dict[str, Any]) -> Any:
+    """``compute(instance)`` as a constant, in ``mode`` (``"op_by_op"`` or ``"program"``),
+    outside the current trace and any ambient mesh (a cached value must not carry a pmap's
+    mesh in its type, or it fails later outside it). ``known``: the values the instance holds
+    already (given by its constructor, or read before), which the program's rebuilt
+    instance is given, so it uses them as ``compute(instance)`` would."""
+    with jax_private.no_ambient_mesh():
+        if mode == "program" and _programmable(type(instance), name, compute, treedef):
+            program = _program_for(type(instance), name, compute)
+            # run (not staged into the caller's trace); not ensure_compile_time_eval, which
+            # would also evaluate the program's constant subexpressions op by op
+            with jax_private.eval_context():
+                try:
+                    return program(treedef, leaves, _arrays_only(known))
+                except Exception:  # not compilable: remembered; op by op below
+                    _bounded(_memo(_unprogrammable, type(instance)))[
+                        (name, compute, treedef)] = True
+        with jax.ensure_compile_time_eval():  # numpyro's eager value, op by op
+            return compute(instance)
+
+
+def _programmable(cls: type, name: str, compute: Callable[[Any], Any], treedef: Any) -> bool:
+    """Whether this tree structure can be a program's static argument (static fields
+    without a hash cannot) and did not fail to compile before."""
     try:
-        if key not in programs:
-            programs[key] = _program(compute, treedef, seed)
-        program = programs[key]
-    except TypeError:  # static fields without a hash: no shared program
-        program = None
-    if program is not None:
-        # run (not staged into the caller's trace); not ensure_compile_time_eval, which
-        # would also evaluate the program's own constant subexpressions op by op
-        with jax_private.eval_context():
-            try:
-                return program(leaves, known)
-            except Exception:  # not compilable: remembered, and computed op by op below
-                programs[key] = None
-    with jax.ensure_compile_time_eval():
-        return compute(instance)
+        hash(treedef)
+    except TypeError:
+        return False
+    return (name, compute, treedef) not in _unprogrammable.get(cls, {})
 
 
-def _program(compute: Callable[[Any], Any], treedef: Any,
-             seed: Callable[[Any, str, Any], None]) -> _Program:
-    def value(leaves: list[Any], known: dict[str, Any]) -> Any:
+def _program_for(cls: type, name: str, compute: Callable[[Any], Any]) -> _Program:
+    """The compiled program of ``name`` shared by ``cls``'s instances: one jitted function
+    per class and property, its tree structure a static argument, so that JAX's own bounded
+    cache, not this table, holds one executable per leaf shapes."""
+    programs = _memo(_programs, cls)
+    program = programs.get((name, compute))
+    if program is None:
+        program = programs[(name, compute)] = _program(compute)
+    return program
+
+
+def _bounded(memo: dict[Any, Any]) -> dict[Any, Any]:
+    """``memo``, emptied first when it holds `MEMO_MAX` entries (a decision or a failure per
+    leaf shapes: a long-lived process that meets ever new shapes keeps a bounded table)."""
+    if len(memo) >= MEMO_MAX:
+        memo.clear()
+    return memo
+
+
+def _program(compute: Callable[[Any], Any]) -> _Program:
+    def value(treedef: Any, leaves: list[Any], known: dict[str, Any]) -> Any:
         rebuilt = jax.tree_util.tree_unflatten(treedef, leaves)
         for k, v in known.items():
-            seed(rebuilt, k, v)
+            CACHE.give(rebuilt, k, v)
         return compute(rebuilt)
 
     value.__name__ = value.__qualname__ = f"hoisted_{getattr(compute, '__name__', 'value')}"
-    return jax.jit(value, compiler_options=_one_shot_options())
+    return jax.jit(value, static_argnums=0, compiler_options=_one_shot_options())
 
 
 def _one_shot_options() -> dict[str, Any] | None:
     """XLA's cheap code generation for a program that runs once, on the CPU
-    (`stabledist._src.jax_private.cpu_one_shot_options`: LLVM without optimization, and no
+    (`cpu_one_shot_options`: LLVM without optimization, and no
     fusion emitters where the jaxlib has the option); on an accelerator XLA's defaults. A
     value may round differently from numpyro's compiled program in the last bits, as any
     value hoisted by a program may."""
     return cpu_one_shot_options() if one_shot_programs() else None
+
+
+_ONE_SHOT_WANTED = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
+
+
+@functools.cache
+def cpu_one_shot_options() -> dict[str, Any]:
+    """XLA's cheap CPU code generation for a program that runs once: the options of
+    ``{"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}`` this
+    jaxlib accepts (jaxlib 0.11 dropped the second: its fusion emitters are the only CPU
+    code generation; an unknown option is an error). Probed with a tiny program at the first
+    hoisted value, when JAX's backend exists."""
+    def probe_compile_option(x):  # named: the one-time probe is recognizable in compile logs
+        return x + 1
+
+    accepted = {}
+    for option, value in _ONE_SHOT_WANTED.items():
+        try:
+            jax.jit(probe_compile_option, compiler_options={option: value}).lower(1.0).compile()
+        except Exception:  # "No such compile option": this jaxlib does not have it
+            continue
+        accepted[option] = value
+    return accepted
 
 
 @functools.cache
@@ -370,18 +366,8 @@ def one_shot_programs() -> bool:
     return jax.default_backend() == "cpu"
 
 
-def _is_array_tree(value: Any) -> bool:
-    leaves = jax.tree_util.tree_leaves(value)
-    return all(isinstance(x, jax.Array | np.ndarray | np.generic | float | int | bool)
-               for x in leaves)
-
-
-CONCRETE_TYPES = frozenset({float, int, bool, np.ndarray, type(jnp.zeros(()))})
-"""Types of values that hold no tracer (tested first, inline, on the cache's hot paths)."""
-
-
-def is_concrete(value: Any) -> bool:
-    """Whether ``value`` holds no tracer."""
-    if isinstance(value, Tracer):
-        return False
-    return not any(isinstance(leaf, Tracer) for leaf in jax.tree_util.tree_leaves(value))
+def _arrays_only(values: dict[str, Any]) -> dict[str, Any]:
+    """The values a program can take as arguments (arrays and numbers, in any pytree)."""
+    return {k: v for k, v in values.items() if all(
+        isinstance(x, jax.Array | np.ndarray | np.generic | float | int | bool)
+        for x in jax.tree_util.tree_leaves(v))}

@@ -23,7 +23,8 @@ from typing import Any
 
 from numpyro.distributions import distribution as _numpyro_distribution
 
-from stabledist._src.fork import Distribution, stable_class
+from stabledist._src.mirrors import stable_class
+from stabledist._src.records import is_stable_class
 
 __all__ = ["stable_internals", "stable_internals_enabled", "use_stable_internals"]
 
@@ -36,7 +37,7 @@ _install_lock = threading.Lock()
 
 def _coerce(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """numpyro's coercion hook: build the stable subclass when the switch is on."""
-    if issubclass(cls, Distribution) or not stable_internals_enabled():
+    if is_stable_class(cls) or not stable_internals_enabled():
         return None  # numpyro goes on with its own construction
     return stable_class(cls)(*args, **kwargs)
 

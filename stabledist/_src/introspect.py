@@ -1,9 +1,10 @@
 """Questions about distribution classes, answered in one place.
 
-The fork, `stabledist.testing`, the benchmarks and the tests all need to know which names of a
+The core, `stabledist.testing`, the benchmarks and the tests all need to know which names of a
 class are lazy properties, what the MRO resolves a name to, which numpyro class a stable class
-mirrors and which public names are factories. Each answer is written once, here, so the four
-users cannot drift apart. Nothing here imports hypothesis or builds a distribution.
+mirrors and which public names are factories. Each answer is written once, here (whether an
+attribute is a lazy property: `stabledist._src.lazy.is_lazy`), so the four users cannot drift
+apart. Nothing here imports hypothesis or builds a distribution.
 """
 
 from __future__ import annotations
@@ -14,22 +15,17 @@ from typing import Any
 
 import numpyro.distributions as _nd
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
-from numpyro.distributions.util import lazy_property
+
+from stabledist._src.lazy import is_lazy
 
 __all__ = [
     "NOT_FACTORIES",
-    "SPEC_ATTRIBUTE",
     "class_attribute",
     "is_factory_name",
-    "is_lazy",
     "is_numpyro_class",
     "lazy_names",
     "public_names",
 ]
-
-SPEC_ATTRIBUTE = "__stable_spec__"
-"""The class attribute where a stable class keeps its spec (`stabledist._src.spec.ClassSpec`):
-the per-class state the cache, hoisting and batching read."""
 
 NOT_FACTORIES = frozenset({"biject_to", "kl_divergence"})
 """Public functions of ``numpyro.distributions`` that do not build distributions."""
@@ -41,15 +37,6 @@ def class_attribute(cls: type, name: str, default: Any = None) -> Any:
         if name in vars(base):
             return vars(base)[name]
     return default
-
-
-def is_lazy(attribute: Any) -> bool:
-    """Whether a class attribute is a lazy property: numpyro's ``lazy_property`` (stabledist's
-    ``cached_lazy_property`` too), or the plain ``property`` a stable class holds in place of
-    one (its getter carries ``__stable_lazy__``)."""
-    if type(attribute) is property:
-        return hasattr(attribute.fget, "__stable_lazy__")
-    return isinstance(attribute, lazy_property)
 
 
 def lazy_names(cls_or_instance: Any) -> tuple[str, ...]:
@@ -64,8 +51,6 @@ def is_numpyro_class(cls: type) -> bool:
     """Whether ``cls`` is one of numpyro's own distribution classes (not a mirror, not a
     user's class)."""
     return isinstance(cls, type) and cls.__module__.startswith("numpyro.distributions")
-
-
 
 
 def is_factory_name(name: str, module: types.ModuleType = _nd) -> bool:

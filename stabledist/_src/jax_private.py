@@ -11,10 +11,6 @@ Each internal is probed once, at import. One that is missing or changed never br
 behaviour (a lazy value computed where it is read and cached only when concrete, nothing
 hoisted), and one `JaxInternalsWarning` names what is missing. ``tests/test_jax_private.py``
 has one test per internal, which fails with the internal's name when a release changes it.
-
-The XLA options of `cpu_one_shot_options` are not Python internals, but they change between
-jaxlib releases the same way (an unknown option is an error), so they are probed here too: at
-the first hoisted value, when JAX's backend exists.
 """
 
 from __future__ import annotations
@@ -32,8 +28,8 @@ import jax.extend.core as _jex_core
 import numpy as np
 
 __all__ = [
-    "INTERNALS", "JaxInternalsWarning", "Recording", "available", "constants_used",
-    "cpu_one_shot_options", "current_trace", "drop_recorded", "eval_context",
+    "INTERNALS", "JaxInternalsWarning", "Recording", "available", "concrete_array_types",
+    "constants_used", "current_trace", "drop_recorded", "eval_context",
     "export_name_holder", "hoisting_available", "in_trace", "is_top_level", "missing",
     "no_ambient_mesh", "on_missing_export_name", "registering_export_names", "take_export_name",
     "probe_all", "recorded_equations", "stages", "start_recording", "top_level_state",
@@ -97,6 +93,12 @@ INTERNALS: dict[str, Internal] = {i.name: i for i in (
         "the first definition keeps its name (a redefined class cannot be serialized), and "
         "JAX's own error names only the serialized name"),
     Internal(
+        "array_type", "jax._src.array.ArrayImpl",
+        "recognise a concrete jax array by its exact type on the first-read path, without "
+        "creating an array at import (which would start JAX's backend before the user has "
+        "configured it)",
+        "a value is checked for tracers leaf by leaf (slower, same answer)"),
+    Internal(
         "tracer_traces", "Tracer._trace, jax._src.core.set_current_trace",
         "stabledist.handlers.seed: a key traced by an inner block's trace never outlives it; "
         "the enclosing block continues from a key computed in its own trace",
@@ -109,7 +111,8 @@ class JaxInternalsWarning(UserWarning):
 
 
 _missing: dict[str, str] = {}
-_LAZY = frozenset({"equation_recording"})  # probed at first use, warned then
+# probed at first use (they trace a small function: nothing may be traced at import), warned then
+_LAZY = frozenset({"equation_recording", "tracer_traces"})
 
 
 TURNED_OFF = frozenset(filter(None, os.environ.get("STABLEDIST_JAX_INTERNALS_OFF", "")
@@ -182,6 +185,20 @@ def _tracer_traces() -> Callable[[Any], Any]:
 
     jax.make_jaxpr(f)(1.0)
     return core.set_current_trace
+
+
+def _array_type() -> type:
+    from jax._src.array import ArrayImpl
+
+    if not (isinstance(ArrayImpl, type) and issubclass(ArrayImpl, jax.Array)):
+        raise AssertionError("ArrayImpl is not the concrete jax.Array type")
+    return ArrayImpl
+
+
+def concrete_array_types() -> frozenset[type]:
+    """The exact types of values that hold no tracer, for a ``type(x) in ...`` test: Python
+    numbers, NumPy arrays and JAX's concrete array type (where this JAX still has it)."""
+    return frozenset({float, int, bool, np.ndarray, *((_array_impl,) if _array_impl else ())})
 
 
 def _export_registries() -> Any:
@@ -296,14 +313,15 @@ def current_trace() -> Any:
 
 def trace_of(x: Any) -> Any:
     """The trace a tracer belongs to (the eval trace for a concrete value); None when unknown."""
-    if _set_trace is None or _core is None:
+    if _set_trace() is None or _core is None:
         return None
     return getattr(x, "_trace", _core.eval_trace)
 
 
 def in_trace(trace: Any) -> contextlib.AbstractContextManager[Any] | None:
     """Make ``trace`` the current one for a block (None when this JAX cannot)."""
-    return _set_trace(trace) if _set_trace is not None else None
+    set_trace = _set_trace()
+    return set_trace(trace) if set_trace is not None else None
 
 
 def stages(trace: Any) -> bool:
@@ -389,6 +407,16 @@ def drop_recorded(recording: Recording) -> None:
 
 
 @functools.cache
+def _set_trace() -> Callable[[Any], Any] | None:
+    """``jax._src.core.set_current_trace``, probed at its first use (the probe traces); without
+    ``trace_state`` it cannot work, and that internal's warning said so already."""
+    if _core is None:
+        _missing.setdefault("tracer_traces", "needs trace_state, which is missing")
+        return None
+    return _probe("tracer_traces", _tracer_traces)
+
+
+@functools.cache
 def _recording_works() -> bool:
     """The equation-recording internals, probed at their first use (inside a trace, where JAX's
     backend exists already: a probe at import would start it)."""
@@ -416,28 +444,6 @@ def _equation_recording() -> bool:
     return True
 
 
-_ONE_SHOT_WANTED = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
-
-
-@functools.cache
-def cpu_one_shot_options() -> dict[str, Any]:
-    """XLA's cheap CPU code generation for a program that runs once: the options of
-    ``{"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}`` this
-    jaxlib accepts (jaxlib 0.11 dropped the second: its fusion emitters are the only CPU
-    code generation). Probed with a tiny program at the first hoisted value."""
-    def probe_compile_option(x):  # named: the one-time probe is recognizable in compile logs
-        return x + 1
-
-    accepted = {}
-    for option, value in _ONE_SHOT_WANTED.items():
-        try:
-            jax.jit(probe_compile_option, compiler_options={option: value}).lower(1.0).compile()
-        except Exception:  # "No such compile option": this jaxlib does not have it
-            continue
-        accepted[option] = value
-    return accepted
-
-
 def missing() -> dict[str, str]:
     """The internals this JAX lacks, each with the error its probe met."""
     return dict(_missing)
@@ -459,6 +465,7 @@ _JAX_VERSION = tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit
 def probe_all() -> dict[str, str]:
     """Probe the internals that are probed at first use too; `missing` after that."""
     _recording_works()
+    _set_trace()
     return missing()
 
 
@@ -479,7 +486,7 @@ _TOP = _probe("fast_top_level", _fast_top_level)
 _eval = _probe("eval_context", _eval_context)
 _empty_mesh = _probe("ambient_mesh", _ambient_mesh)
 _PASS_THROUGH: tuple[type, ...] = _probe("pass_through_traces", _pass_through_traces) or ()
-_set_trace = _probe("tracer_traces", _tracer_traces)
 _exports = _probe("export_registries", _export_registries)
+_array_impl: type | None = _probe("array_type", _array_type)
 if _unexpected():
     _warn_missing(_unexpected())

@@ -1,13 +1,15 @@
 """The pytree protocol of stable distributions: generated flatten and unflatten, key paths, a
 clear error for malformed input.
 
-A class's flatten and unflatten are generated from its spec (`stabledist._src.spec`), as
+A class's flatten and unflatten are generated from its record (`stabledist._src.records`), as
 dataclasses generates ``__init__``: straight-line code for its field table, with the batch
-check of `stabledist._src.batching.check_lines` written into the unflatten. A distribution is
+check of its `BatchRule` written into the unflatten (the test that sends an instance whose
+leaves disagree with its stored batch shape to `stabledist._src.batching.derive`). A distribution is
 flattened and unflattened on every jitted call that takes one, and straight-line code is the
 fastest Python can do it (the benchmarks page has the figures). The source is compiled under a
 readable file name and kept in `linecache`, so tracebacks and debuggers show it
-(``inspect.getsource(spec.pytree.unflatten)``). One generator, one path: every class, hybrid
+(``inspect.getsource(pytree_of(cls).unflatten)``). The functions of each class are this
+module's table (`pytree_of`). One generator, one path: every class, hybrid
 and list fields included; only an instance with unset fields takes `_flatten_general`, and
 malformed input to unflatten raises its clear error from `_invalid`.
 
@@ -31,23 +33,35 @@ import numpy as np
 from jax.tree_util import GetAttrKey
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
-from stabledist._src.batching import STORED_BATCH_SHAPE, check_lines, derive, restore_children
-from stabledist._src.spec import VALIDATE, ClassSpec, FieldTable
+from stabledist._src.batching import STORED_BATCH_SHAPE, derive, restore_children
+from stabledist._src.facts import EVENT
+from stabledist._src.records import BASE_AUX, VALIDATE, BatchRule, ClassRecord, FieldTable
 
-__all__ = ["ClassPytree", "StaticValue", "build", "register_with_jax"]
+__all__ = ["ClassPytree", "StaticValue", "pytree_of", "register"]
 
 
 @dataclass(frozen=True)
 class ClassPytree:
-    """What `build` made for one class: its flatten, JAX's unflatten, the unflatten that
+    """What `register` made for one class: its flatten, JAX's unflatten, the unflatten that
     ``Cls.tree_unflatten`` calls (it also checks the kinds of hand-given leaves), and
-    ``check``: the unflatten's batch check alone, for an instance made another way (a numpyro
-    object `stabilize` copies), so that it has the batch shape a round trip would give it."""
+    ``set_batch_from_leaves``: the unflatten's batch check alone, run on an instance made
+    another way (a numpyro object `stabilize` copies), which it changes in place to the batch
+    shape a round trip would give it. ``own``: a user class's own ``(tree_flatten,
+    tree_unflatten)``, which JAX calls instead (None for a class the table describes)."""
 
     flatten: Callable[[Any], tuple[tuple[Any, ...], tuple[Any, ...]]]
     unflatten: Callable[[tuple[Any, ...], Any], Any]
     checked_unflatten: Callable[[tuple[Any, ...], Any], Any]
-    check: Callable[[Any], Any]
+    set_batch_from_leaves: Callable[[Any], Any]
+    own: tuple[Callable[..., Any], Callable[..., Any]] | None = None
+
+
+_PYTREES: dict[type, ClassPytree] = {}
+
+
+def pytree_of(cls: type) -> ClassPytree:
+    """The pytree functions of the stable class ``cls`` (KeyError for any other class)."""
+    return _PYTREES[cls]
 
 
 @dataclass(frozen=True)
@@ -60,32 +74,71 @@ class _Layout:
     hybrid: tuple[tuple[int, str, Any], ...]  # (leaf index, name, static test)
     list_aux: frozenset[str]
     array_at: tuple[int, ...]  # parameters: never a distribution or a string
+    shadowed: frozenset[str]  # fields a class attribute with a setter hides (see _setting)
 
     @property
     def names(self) -> frozenset[str]:
         return frozenset((*self.data, *self.required_aux, VALIDATE))
 
 
-def _layout(qualname: str, table: FieldTable) -> _Layout:
+def _layout(cls: type, table: FieldTable) -> _Layout:
     data = table.data
     return _Layout(
-        qualname=qualname, data=data, required_aux=table.aux[:-1],
+        qualname=cls.__qualname__, data=data, required_aux=table.aux[:-1],
         hybrid=tuple((data.index(n), n, test) for n, test in table.hybrid.items()),
         list_aux=table.list_aux,
-        array_at=tuple(i for i, n in enumerate(data) if n in table.array_fields))
+        array_at=tuple(i for i, n in enumerate(data) if n in table.array_fields),
+        shadowed=frozenset(n for n in (*data, *table.aux)
+                           if hasattr(type(_class_attribute(cls, n)), "__set__")))
 
 
-def build(cls: type, spec: ClassSpec) -> ClassPytree:
-    """Generate ``cls``'s flatten and unflatten from its spec."""
-    layout = _layout(cls.__qualname__, spec.table)
-    check = check_lines(spec.batch, layout.required_aux, spec.nested)
+def _class_attribute(cls: type, name: str) -> Any:
+    return next((vars(base)[name] for base in cls.__mro__ if name in vars(base)), None)
+
+
+def _setting(layout: _Layout, name: str, value: str) -> str:
+    """The line that sets field ``name`` of a new instance ``d``: ``object.__setattr__`` (no
+    bookkeeping), which keeps the instance's attributes inline, without a ``__dict__`` object
+    (one more object per instance for the garbage collector to track), as numpyro's unflatten
+    does; a field a class attribute with a setter hides (numpyro's ``mean`` parameter of a
+    class whose ``mean`` is a property) is written into ``__dict__`` past it."""
+    if name in layout.shadowed:
+        return f"d.__dict__[{name!r}] = {value}"
+    return f"osa(d, {name!r}, {value})"
+
+
+def register(cls: type, record: ClassRecord,
+             own: tuple[Callable[..., Any], Callable[..., Any]] | None = None) -> ClassPytree:
+    """Generate ``cls``'s flatten and unflatten from its record, keep them in this module's
+    table and register ``cls`` with JAX: key paths (``.loc``) and the generated functions, or
+    ``own``, a user class's own ``(tree_flatten, tree_unflatten)``, which JAX then calls."""
+    functions = _generate(cls, record, own)
+    _PYTREES[cls] = functions
+    if own is not None:
+        jax.tree_util.register_pytree_node(cls, *own)
+        return functions
+    keys = tuple(GetAttrKey(name) for name in record.table.data)
+    flatten = functions.flatten
+
+    def flatten_with_keys(d: Any) -> tuple[tuple[tuple[Any, Any], ...], tuple[Any, ...]]:
+        children, statics = flatten(d)
+        return tuple(zip(keys, children)), statics
+
+    jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, functions.unflatten, flatten)
+    return functions
+
+
+def _generate(cls: type, record: ClassRecord,
+              own: tuple[Callable[..., Any], Callable[..., Any]] | None) -> ClassPytree:
+    layout = _layout(cls, record.table)
+    check = _batch_check_lines(record.batch, layout, record.nested)
     lines = [
         f"# stabledist._src.pytree: generated for {cls.__module__}.{cls.__qualname__}",
         *_flatten_lines(layout), "", *_unflatten_lines(layout, check), "",
-        *_check_lines(layout, check),
+        *_set_batch_lines(layout, check),
     ]
     namespace: dict[str, Any] = {
-        "new": cls.__new__, "cls": cls, "osa": object.__setattr__, "spec": spec,
+        "new": cls.__new__, "cls": cls, "osa": object.__setattr__,
         "flatten_general": lambda d, s: _flatten_general(layout, d, s),
         "invalid": lambda statics, children: _invalid(layout, statics, children),
         "drop_absent": lambda state, absent, statics: _drop_absent(layout, state, absent,
@@ -94,8 +147,41 @@ def build(cls: type, spec: ClassSpec) -> ClassPytree:
         "restore_children": restore_children, "STORED": STORED_BATCH_SHAPE,
         **{f"test{j}": test for j, (_, _, test) in enumerate(layout.hybrid)},
     }
-    flatten, unflatten, checked = _compile(cls, "\n".join(lines) + "\n", namespace)
-    return ClassPytree(flatten, unflatten, _checking(layout, unflatten), checked)
+    flatten, unflatten, set_batch = _compile(cls, "\n".join(lines) + "\n", namespace)
+    return ClassPytree(flatten, unflatten, _checking(layout, unflatten), set_batch, own)
+
+
+def _batch_check_lines(rule: BatchRule | None, layout: _Layout, nested: tuple[str, ...]
+                       ) -> list[str]:
+    """The lines, after ``d`` is built from ``state``, ``children`` (leaves ``_0``, ``_1``,
+    ...) and aux values ``_a0``, ``_a1``, ..., that send an instance whose leaves disagree with
+    its stored batch shape to `derive`: one ``len`` per parameter of the rule (numpyro does not
+    promote every parameter to one rank: a state-space model's transition matrix is never
+    batched), or, without parameters, a derived nested distribution. A parent that keeps its
+    shape and whose children keep theirs (``rule.restores_children``) gives them their stored
+    shapes back."""
+    if rule is None:
+        return []
+    restore = ([f"    restore_children(d.__dict__, {nested!r})"]
+               if rule.restores_children and nested else [])
+    if rule.keep:
+        return restore
+    if not rule.arrays:
+        marks = " or ".join(f"STORED in getattr(_{i}, '__dict__', ())" for i, _ in rule.children)
+        return [f"    if {marks}:", "        return derive(d, children)", *restore]
+    batch, event = (f"_a{layout.required_aux.index(n)}" for n in BASE_AUX)
+    ranks = [f"len(getattr(_{i}, 'shape', ()))"
+             + (f" - len({event})" if rank == EVENT else f" - {rank}" if rank else "")
+             for i, rank in rule.arrays]
+    names = [f"r{k}" for k in range(len(ranks))]
+    # the largest rank differs from n: one rank above it (new axes), or every rank below it
+    test = (" or ".join(f"{r} > n" for r in names) + " or ("
+            + " and ".join(f"{r} < n" for r in names) + ")")
+    return ["    try:", f"        n = len({batch})",
+            *(f"        {r} = {rank}" for r, rank in zip(names, ranks)),
+            f"        if {test}:", "            return derive(d, children)",
+            "    except TypeError:  # a leaf whose shape is no sequence (a distribution's method)",
+            "        return derive(d, children)", *restore]
 
 
 def _flatten_lines(layout: _Layout) -> list[str]:
@@ -120,35 +206,37 @@ def _flatten_lines(layout: _Layout) -> list[str]:
 
 def _unflatten_lines(layout: _Layout, check: list[str]) -> list[str]:
     """``unflatten(statics, children)``: the instance, without running its constructor (JAX may
-    put anything in a leaf: tracers, dtypes, in_axes specs), then the batch check."""
+    put anything in a leaf: tracers, dtypes, in_axes specs), its fields set one by one
+    (`_setting`), then the batch check."""
     leaves = [f"_{i}" for i in range(len(layout.data))]
     statics = [f"_a{i}" for i in range(len(layout.required_aux))]
     hybrid = [f"_h{j}" for j in range(len(layout.hybrid))]
     values = [f"(list({v}) if type({v}) is tuple else {v})" if n in layout.list_aux else v
               for n, v in zip(layout.required_aux, statics)]
-    state = [f"{n!r}: {v}" for n, v in zip((*layout.data, *layout.required_aux, VALIDATE),
-                                            [*leaves, *values, "va"])]
+    sets = ["    " + _setting(layout, n, v) for n, v in zip(
+        (*layout.data, *layout.required_aux, VALIDATE), [*leaves, *values, "va"])]
     set_hybrid = [line for j, (_, name, _) in enumerate(layout.hybrid) for line in (
-        f"    if _h{j} is not None:",
-        f"        state[{name!r}] = _h{j}.value if type(_h{j}) is StaticValue else _h{j}")]
+        f"    if _h{j} is not None:", "        " + _setting(
+            layout, name, f"_h{j}.value if type(_h{j}) is StaticValue else _h{j}"))]
     return [
         "def unflatten(statics, children):", "    try:",
         f"        ({''.join(v + ', ' for v in leaves)}) = children",
         f"        ({''.join(v + ', ' for v in (*statics, 'va', *hybrid))}absent) = statics",
         "    except (TypeError, ValueError):", "        invalid(statics, children)",
-        f"    state = {{{', '.join(state)}}}", *set_hybrid,
-        "    if absent:", "        drop_absent(state, absent, statics)",
-        "    d = new(cls)", "    osa(d, '__dict__', state)  # a new instance: no bookkeeping",
+        "    d = new(cls)", *sets, *set_hybrid,
+        "    if absent:", "        drop_absent(d.__dict__, absent, statics)",
         *check, "    return d"]
 
 
-def _check_lines(layout: _Layout, check: list[str]) -> list[str]:
-    """``check(d)``: the batch check of ``unflatten``, the same lines, on an existing instance
-    (its leaves as the generated flatten gives them, its stored shapes)."""
+def _set_batch_lines(layout: _Layout, check: list[str]) -> list[str]:
+    """``set_batch_from_leaves(d)``: the batch check of ``unflatten``, the same lines, on an
+    existing instance (its leaves as the generated flatten gives them, its stored shapes),
+    which it changes in place."""
     leaves = "".join(f"_{i}, " for i in range(len(layout.data)))
     statics = [f"    _a{k} = state[{n!r}]" for k, n in enumerate(layout.required_aux)
                if n in ("_batch_shape", "_event_shape")]
-    return ["def check(d):", "    state = d.__dict__", "    children = flatten(d)[0]",
+    return ["def set_batch_from_leaves(d):", "    state = d.__dict__",
+            "    children = flatten(d)[0]",
             f"    ({leaves}) = children" if leaves else "    pass", *statics, *check,
             "    return d"]
 
@@ -158,7 +246,7 @@ def _compile(cls: type, source: str, namespace: dict[str, Any]) -> tuple[Any, An
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     # names are repr()-quoted; values are bound in the namespace, never spliced into code
     exec(compile(source, filename, "exec"), namespace)
-    return namespace["flatten"], namespace["unflatten"], namespace["check"]
+    return namespace["flatten"], namespace["unflatten"], namespace["set_batch_from_leaves"]
 
 
 def _flatten_general(layout: _Layout, d: Any, state: dict[str, Any]) -> Any:
@@ -216,22 +304,6 @@ def _checking(layout: _Layout, unflatten: Callable[..., Any]) -> Callable[..., A
         return unflatten(statics, children)
 
     return checked_unflatten
-
-
-def register_with_jax(cls: type, spec: ClassSpec, pytree: ClassPytree) -> None:
-    """Register ``cls`` with JAX: key paths (``.loc``) and the generated functions, or a user
-    class's own ``(tree_flatten, tree_unflatten)``, which JAX then calls instead."""
-    if spec.own is not None:
-        jax.tree_util.register_pytree_node(cls, *spec.own)
-        return
-    keys = tuple(GetAttrKey(name) for name in spec.table.data)
-    flatten = pytree.flatten
-
-    def flatten_with_keys(d: Any) -> tuple[tuple[tuple[Any, Any], ...], tuple[Any, ...]]:
-        children, statics = flatten(d)
-        return tuple(zip(keys, children)), statics
-
-    jax.tree_util.register_pytree_with_keys(cls, flatten_with_keys, pytree.unflatten, flatten)
 
 
 class StaticValue:

@@ -1,8 +1,8 @@
 """Batch slicing: ``d[idx]`` indexes a distribution's batch dimensions, as NumPy indexes an
 array's leading dimensions, and leaves its event dimensions alone.
 
-TFP and distrax slice batches of distributions; numpyro cannot. A stable class knows each
-parameter's event rank (`stabledist._src.batching`), so a slice is built by the class's own
+TFP and distrax slice batches of distributions; numpyro cannot. A stable class's record knows each
+parameter's event rank (`stabledist._src.records`), so a slice is built by the class's own
 constructor from its parameters broadcast to the batch shape and indexed, and from its nested
 distributions sliced the same way (aligned to the right, as they broadcast against the parent).
 The constructor recomputes everything derived (``TruncatedNormal``'s promoted base,
@@ -12,7 +12,7 @@ batch and indexed. A constructor that forwards ``**kwargs`` gets the fields no a
 by name. A class whose constructor cannot be called from its fields (a transform with batched
 parameters, a user's class whose arguments are named otherwise than the fields they set)
 raises a `TypeError` saying so, never a slice rebuilt from defaults. What a class needs beyond
-its spec (a reason it cannot be sliced, nested distributions' own trailing dimensions,
+its record (a reason it cannot be sliced, nested distributions' own trailing dimensions,
 constructor arguments kept only through shapes) are its `stabledist._src.facts`.
 """
 
@@ -24,11 +24,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 from numpyro.distributions.transforms import Transform
 
-from stabledist._src.facts import EVENT, Facts, facts_of
-from stabledist._src.spec import SPEC, event_rank
+from stabledist._src.children import is_distribution
+from stabledist._src.facts import EVENT
+from stabledist._src.records import ClassRecord, record_of
 
 __all__ = ["getitem"]
 
@@ -94,22 +94,31 @@ def _slice(d: Any, index: _Index, batch: tuple[int, ...]) -> Any:
     and indexed by ``index`` (one entry per dimension of ``batch``)."""
     new_batch = _sliced_shape(batch, index)
     cls = type(d)
-    facts = _facts(cls)
+    record = record_of(cls)
+    facts = record.facts
     if facts.unsliceable is not None:
         raise _unsliceable(cls, facts.unsliceable)
     if facts.slices_as_base:  # the base broadcast to the whole batch, then indexed
+        base = _effective_batch(d.base_dist)
+        if _broadcast_to(base, batch) is None:
+            raise _unsliceable(cls, (
+                f"its base's parameters have batch shape {base}, which its batch shape "
+                f"{batch} does not describe (an expansion made inside vmap keeps the shape it "
+                "was expanded to, as numpyro's does); slice "
+                "numpyro.contrib.control_flow.scan.promote_batch_shape(d), whose batch shape "
+                "has the mapped axes, or expand outside vmap"))
         return _slice(d.base_dist, index, batch)
     state = d.__dict__
 
     def sliced(name: str) -> Any:
-        if name in _fields(cls) or name in cls.arg_constraints:  # Multinomial's total_count
-            return _slice_field(cls, state, name, index, batch)  # is aux data
+        if name in record.table.data or name in cls.arg_constraints:  # Multinomial's
+            return _slice_field(cls, record, state, name, index, batch)  # total_count: aux
         return state[name]
 
-    kwargs = _constructor_arguments(cls, facts, state, sliced, new_batch)
+    kwargs = _constructor_arguments(cls, record, state, sliced, new_batch)
     if kwargs is None:  # no constructor of its fields: a copy with the fields sliced
         result = object.__new__(cls)
-        result.__dict__ = {**state, **{n: sliced(n) for n in _fields(cls) if n in state},
+        result.__dict__ = {**state, **{n: sliced(n) for n in record.table.data if n in state},
                            "_batch_shape": new_batch}
         return result
     try:
@@ -122,25 +131,14 @@ def _slice(d: Any, index: _Index, batch: tuple[int, ...]) -> Any:
     return result
 
 
-def _fields(cls: type) -> tuple[str, ...]:
-    spec = vars(cls).get(SPEC)
-    return spec.table.data if spec is not None else ()
-
-
-def _facts(cls: type) -> Facts:
-    spec = vars(cls).get(SPEC)
-    return spec.facts if spec is not None else facts_of(cls)
-
-
-def _slice_field(cls: type, state: dict[str, Any], name: str, index: _Index,
-                 batch: tuple[int, ...]) -> Any:
+def _slice_field(cls: type, record: ClassRecord, state: dict[str, Any], name: str,
+                 index: _Index, batch: tuple[int, ...]) -> Any:
     value = state.get(name)
-    if isinstance(value, _NumpyroDistribution):
-        return _slice_child(cls, state, name, value, index, batch)
-    if isinstance(value, list | tuple) and any(
-            isinstance(v, _NumpyroDistribution) for v in value):
-        return type(value)(_slice_child(cls, state, name, v, index, batch)
-                           if isinstance(v, _NumpyroDistribution) else v for v in value)
+    if is_distribution(value):
+        return _slice_child(record, state, name, value, index, batch)
+    if isinstance(value, list | tuple) and any(map(is_distribution, value)):
+        return type(value)(_slice_child(record, state, name, v, index, batch)
+                           if is_distribution(v) else v for v in value)
     if isinstance(value, Transform) or (
             isinstance(value, list) and any(isinstance(v, Transform) for v in value)):
         if any(np.ndim(leaf) > 0 for leaf in jax.tree.leaves(value)):
@@ -148,18 +146,18 @@ def _slice_field(cls: type, state: dict[str, Any], name: str, index: _Index,
         return value
     if not _is_array_like(value) or isinstance(value, bool):
         return value
-    rank = event_rank(cls, name, _facts(cls))
+    rank = record.event_ranks.get(name)
     if rank is None:
         raise _unsliceable(cls, f"the event rank of its field {name!r} is unknown")
     rank = len(state["_event_shape"]) if rank == EVENT else rank
     return _slice_parameter(value, rank, index, batch)
 
 
-def _slice_child(cls: type, state: dict[str, Any], name: str, child: Any, index: _Index,
-                 batch: tuple[int, ...]) -> Any:
+def _slice_child(record: ClassRecord, state: dict[str, Any], name: str, child: Any,
+                 index: _Index, batch: tuple[int, ...]) -> Any:
     """A nested distribution broadcasts against the parent's batch (aligned to the right),
     except its ``offset`` trailing batch dimensions, which the parent does not index."""
-    facts = _facts(cls)
+    facts = record.facts
     offset = {**facts.child_offsets, **facts.slice_offsets}.get(name)
     extra = max(offset(state, child), 0) if offset is not None else 0
     own = _effective_batch(child)
@@ -167,10 +165,11 @@ def _slice_child(cls: type, state: dict[str, Any], name: str, child: Any, index:
     return _slice(child, index + (slice(None),) * extra, batch + trailing)
 
 
-def _constructor_arguments(cls: type, facts: Facts, state: dict[str, Any], sliced: Any,
+def _constructor_arguments(cls: type, record: ClassRecord, state: dict[str, Any], sliced: Any,
                            new_batch: tuple[int, ...]) -> dict[str, Any] | None:
     """The constructor's arguments, from the sliced fields and the other attributes; None when
     an argument without default is neither."""
+    facts = record.facts
     kwargs: dict[str, Any] = {}
     parameters = _constructor_parameters(cls)
     fields = [next((f for f in (n, f"_{n}", facts.argument_fields.get(n)) if f in state), None)
@@ -186,7 +185,7 @@ def _constructor_arguments(cls: type, facts: Facts, state: dict[str, Any], slice
             kwargs[name] = sliced(field)
         elif name in structural:
             kwargs[name] = structural[name](state)
-    unmapped = [n for n in _fields(cls) if n in state and n not in fields]
+    unmapped = [n for n in record.table.data if n in state and n not in fields]
     if unmapped and _accepts_keywords(cls):  # a subclass forwarding its base's arguments
         kwargs.update((n, sliced(n)) for n in unmapped)
     elif unmapped and any(f is None and n not in structural and n != "batch_shape"
@@ -207,14 +206,23 @@ def _slice_parameter(value: Any, rank: int, index: _Index, batch: tuple[int, ...
     return jnp.broadcast_to(value, batch + event)[index]
 
 
+def _broadcast_to(shape: tuple[int, ...], target: tuple[int, ...]) -> tuple[int, ...] | None:
+    """``target`` if ``shape`` broadcasts to it (no new dimensions in front count), else None."""
+    try:
+        return target if np.broadcast_shapes(shape, target) == target else None
+    except ValueError:
+        return None
+
+
 def _effective_batch(d: Any) -> tuple[int, ...]:
     """The batch shape ``d``'s parameters have: numpyro's truncated and censored constructors
     promote a base distribution's parameters to the parent's rank and keep its stored shape."""
     shapes = [tuple(d.batch_shape)]
     cls, state = type(d), d.__dict__
+    ranks = record_of(cls).event_ranks
     for name in getattr(cls, "arg_constraints", {}):
         value = state.get(name)
-        rank = event_rank(cls, name, _facts(cls))
+        rank = ranks.get(name)
         if rank is None or not _is_array_like(value):
             continue
         rank = len(state["_event_shape"]) if rank == EVENT else rank

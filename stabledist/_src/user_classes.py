@@ -19,9 +19,12 @@ import jax
 import numpyro
 
 from stabledist._src.cache import CACHE
-from stabledist._src.spec import SPEC, ClassSpec
+from stabledist._src.records import ClassRecord
 
-__all__ = ["checked_own_flatten", "warn_undeclared"]
+__all__ = ["checked_own_flatten", "lint", "warn_undeclared", "watches"]
+
+_linted: set[type] = set()  # classes made by make_stable: attributes outside the table warn
+_warned: set[type] = set()  # classes whose undeclared attributes were reported
 
 # Frames a warning skips to reach the user's line: stabledist's, numpyro's and JAX's (a flatten
 # is reached through `jax.tree.flatten`, `jax.tree_util`, `jit`, an MCMC run, ... with more or
@@ -41,17 +44,32 @@ def warn_at_caller(message: str) -> None:
     warnings.warn(message, stacklevel=level)  # UserWarning, the default
 
 
-def warn_undeclared(cls: type, instance: Any, spec: ClassSpec) -> None:
+def lint(cls: type) -> None:
+    """Report attributes outside ``cls``'s field table (a class made by `make_stable`, and its
+    subclasses): its user wrote it for numpyro, where nothing drops them silently."""
+    _linted.add(cls)
+
+
+def watches(cls: type) -> bool:
+    """Whether an instance of ``cls`` is checked for undeclared attributes (its class or a
+    base was made by `make_stable`, and no warning was given yet). Hot: every construction."""
+    if cls in _warned:
+        return False
+    return any(c in _linted for c in cls.__mro__)
+
+
+def warn_undeclared(cls: type, instance: Any, record: ClassRecord) -> None:
     """Once per class made by `make_stable` (and its subclasses): attributes outside the field
     table do not survive tree_unflatten. A numpyro-style subclass (of `stabledist.Distribution`,
     or converted by `stable_internals`) drops such attributes in tree_unflatten exactly as
     numpyro does, and gets no warning numpyro would not give (under ``-W error`` it would
     raise)."""
-    if spec.warned or not any(getattr(vars(c).get(SPEC), "lint", False)
-                              for c in cls.__mro__):
+    if not watches(cls):
         return
-    spec.warned = True
-    extra = sorted(instance.__dict__.keys() - spec.fields)
+    extra = sorted(instance.__dict__.keys() - record.fields)
+    if not extra:
+        return
+    _warned.add(cls)
     warn_at_caller(
         f"{cls.__qualname__} sets attribute(s) {extra} that are not pytree fields, so "
         "tree_unflatten (jit, vmap, scan, ...) drops them; declare them in "
@@ -75,7 +93,7 @@ def checked_own_flatten(cls: type, flatten: Callable[[Any], Any]) -> Callable[[A
 
 
 def _check_own_flatten(cls: type, d: Any, children: Any, aux: Any) -> None:
-    cached = {id(v): name for name, v in CACHE.cached(d).items()}
+    cached = {id(v): name for name, v in CACHE.values_of(d).items()}
     lazy = sorted({cached[id(c)] for c in children if id(c) in cached})
     if lazy:
         warn_at_caller(

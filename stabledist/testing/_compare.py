@@ -5,6 +5,7 @@ record. Hypothesis-free: the checks in `stabledist.testing` work without it.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -18,8 +19,8 @@ import numpyro.distributions as nd
 from numpyro.distributions import constraints as C  # noqa: N812 - constraint namespace
 
 from stabledist._src.cache import CACHE
-from stabledist._src.fork import upstream_class
 from stabledist._src.introspect import lazy_names
+from stabledist._src.mirrors import upstream_class
 from stabledist.testing._twin import numpyro_twin, upstream_lazy_names
 
 __all__ = ["Outcome", "StabilityError", "attempt", "describe", "destabilize", "same_outcome",
@@ -94,6 +95,21 @@ def _is_leak(e: BaseException) -> bool:
     return isinstance(e, jax.errors.UnexpectedTracerError) or "Leaked trace" in str(e)
 
 
+_HOLDER = re.compile(r"is referred to by ([^<\s].*)$", re.MULTILINE)
+"""JAX's ``checking_leaks`` text names what keeps a leaked tracer alive on a line of its own,
+deep in its text: ``<dict 0x..> is referred to by mydists._MEMO``."""
+
+
+def _leak_text(e: BaseException) -> str:
+    """A leak's report: the holders JAX names first, then JAX's whole text (the first line
+    alone, "Leaked tracer(s):", says neither where nor what)."""
+    text = str(e).strip()
+    holders = list(dict.fromkeys(_HOLDER.findall(text)))
+    held = f", held by {', '.join(holders)}" if holders else ""
+    body = "\n".join(f"    {line}" for line in text.splitlines())
+    return f"a tracer leaked{held}; {type(e).__name__}:\n{body}"
+
+
 def _error_text(e: BaseException | None) -> str:
     first = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"{type(e).__name__}: {first[:160]}"
@@ -106,8 +122,7 @@ def same_outcome(what: str, d: Any, label: str, ours: Outcome, theirs: Outcome) 
     `NUMPYRO_FAILS` (stabledist's improvement: ``True``, its value checked by the caller) or
     numpyro's run leaked a tracer (``False``). A leak of stabledist's always fails."""
     if ours.error is not None and _is_leak(ours.error):  # never excused by numpyro's leaking
-        raise _fail(what, d, f"{label}: a tracer leaked: {_error_text(ours.error)}") \
-            from ours.error
+        raise _fail(what, d, f"{label}: {_leak_text(ours.error)}") from ours.error
     if theirs.error is not None and _is_leak(theirs.error) and ours.ok:
         # numpyro's run leaked where stabledist's did not (a user's class caching by hand in
         # __dict__ keeps a tracer there upstream): no values to compare, and no failure of ours
@@ -413,7 +428,7 @@ def destabilize(value: Any) -> Any:
         twin = cast(Any, cls).__new__(cls)
         # with the values its constructor was given for lazy properties (a covariance_matrix=
         # argument): numpyro's constructor keeps them in __dict__, stabledist's in the cache
-        state = {**vars(value), **CACHE.seeded(value)}
+        state = {**vars(value), **CACHE.given(value)}
         vars(twin).update({k: destabilize(v) for k, v in state.items()})
         return twin
     if type(value) in (list, tuple):

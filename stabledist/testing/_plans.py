@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpyro.distributions as nd
 
 import stabledist
-from stabledist._src.introspect import lazy_names
+from stabledist._src.introspect import is_numpyro_class, lazy_names
 from stabledist.testing._compare import (
     COVERAGE,
     UNSUPPORTED,
@@ -183,7 +183,9 @@ def check_access_plan(d: Any, plan: AccessPlan, key: jax.Array | None = None,
 
     Structure, leaf shapes/dtypes and ``vars()`` (recursively) unchanged by ``plan``, and
     every step gives what it gives on numpyro's instance ``upstream`` (default: ``d``'s
-    numpyro twin): the same values bit for bit, or the same exception type."""
+    numpyro twin): the same values bit for bit, or the same exception type. A ``vars()``
+    change fails with the fix for ``d``'s class (a ``lazy_property``, ``make_stable``, or
+    stabledist's class for numpyro's own)."""
     upstream = destabilize(d) if upstream is None else upstream
     before, state = layout(d), _vars_snapshot(d)
     keys_before = list(vars(d))
@@ -203,5 +205,23 @@ def check_access_plan(d: Any, plan: AccessPlan, key: jax.Array | None = None,
                                       f" -> {after[1]}")
     if list(vars(d)) != keys_before or _vars_snapshot(d) != state:
         added = sorted(set(vars(d)) - set(keys_before))
-        raise _fail("access_plan", d, f"vars() changed {detail}; new attributes: {added}")
+        raise _fail("access_plan", d, f"vars() changed {detail}; new attributes: {added}\n"
+                                      f"  fix: {_cache_fix(type(d))}")
     COVERAGE.record("access_plan", d)
+
+
+def _cache_fix(cls: type) -> str:
+    """How to cache a value without writing the instance, for the class at hand: a value
+    stored on ``self`` changes the pytree and holds tracers, so say what to write instead."""
+    name = cls.__name__
+    if is_numpyro_class(cls):
+        return (f"this is numpyro's own {name}, whose lazy_property caches in __dict__: build "
+                f"it with stabledist, `stabledist.{name}(...)`")
+    fix = ("compute the value in a `lazy_property` (numpyro's "
+           "`numpyro.distributions.util.lazy_property` or `stabledist.cached_lazy_property`) "
+           "instead of storing it on `self`: on a stable class stabledist keeps it in its "
+           "external cache, outside vars()")
+    if not stabledist.is_stable(cls):
+        fix += (f"; {name} is not stable: wrap it, `{name} = stabledist.make_stable({name})`, "
+                "or derive it from a stabledist class")
+    return fix

@@ -32,8 +32,9 @@ from typing import Any
 import jax
 
 import stabledist
-from stabledist._src.cache import CACHE, lazy_record
+from stabledist._src.cache import CACHE
 from stabledist._src.introspect import class_attribute, lazy_names
+from stabledist._src.lazy import lazy_property_of
 from stabledist.testing._compare import (
     COVERAGE,
     Outcome,
@@ -312,9 +313,9 @@ def _release_window(factory: Callable[[], Any], cycles: int, rebuild: bool) -> N
     try:
         for i in range(cycles - 1):
             d = jax.tree_util.tree_unflatten(treedef, leaves) if rebuild else factory()
-            if CACHE.cached(d):  # a dead instance's values under a reused id: served stale
+            if CACHE.values_of(d):  # a dead instance's values under a reused id: served stale
                 raise StabilityError(f"[release] {name}: a new instance (cycle {i + 1}) "
-                                     f"already has cached values {sorted(CACHE.cached(d))}")
+                                     f"already has cached values {sorted(CACHE.values_of(d))}")
             _read_all(d, names)
             if i % 97 == 0:
                 refs.append(weakref.ref(d))
@@ -421,7 +422,7 @@ def _agree(d: Any, twin: Any, names: Sequence[str], results: list[dict[str, Any]
            counts: dict[str, int], n_threads: int) -> None:
     """The threads' reads of ``d`` agree with each other (one object per cached value: the one
     the cache holds, its bookkeeping whole) and with ``twin``'s."""
-    cached = CACHE.cached(d) if stabledist.is_stable(d) else {}
+    cached = CACHE.values_of(d) if stabledist.is_stable(d) else {}
     for n in names:
         outcomes = [r[n] for r in results]
         first = outcomes[0]
@@ -453,5 +454,5 @@ def _shown(outcome: tuple[Any, ...]) -> str:
 def _descriptor(cls: type, name: str) -> Any:
     """The lazy-property descriptor ``name`` resolves to on ``cls`` (``None`` if another kind
     of attribute hides it)."""
-    attr = lazy_record(class_attribute(cls, name))
+    attr = lazy_property_of(class_attribute(cls, name))
     return attr if hasattr(attr, "wrapped") else None

@@ -37,10 +37,11 @@ from jax.core import Tracer
 from jax.sharding import PartitionSpec
 from jax.tree_util import FlattenedIndexKey, GetAttrKey, SequenceKey
 
-from stabledist._src.cache import CACHE, lazy_record
-from stabledist._src.fork import upstream_class
+from stabledist._src.cache import CACHE
 from stabledist._src.hoisting import hoisting_mode
 from stabledist._src.introspect import class_attribute, lazy_names
+from stabledist._src.lazy import lazy_property_of
+from stabledist._src.mirrors import upstream_class
 from stabledist.testing._compare import (
     COMPILER_OPTIONS,
     COVERAGE,
@@ -539,7 +540,7 @@ def check_closure(d: Any, ref: Reference | None = None,
                                      "vmap of the closure", "grad of the closure",
                                      "pmap of the closure"), ours.value, theirs.value):
             _assert_close("closure", d, label, got, want, exact=False)
-    for name, cached in CACHE.cached(d).items():
+    for name, cached in CACHE.values_of(d).items():
         if any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(cached)):
             raise _fail("closure", d, f"the cache holds a tracer for {name!r}")
     for name, v in vars(d).items():
@@ -600,7 +601,7 @@ def _compiled_hoists(d: Any, names: set[str]) -> set[str]:
     leaves, treedef = jax.tree_util.tree_flatten(d)
     out = set()
     for n in names:
-        prop = lazy_record(class_attribute(type(d), n))
+        prop = lazy_property_of(class_attribute(type(d), n))
         compute = getattr(prop, "wrapped", None)
         if compute is not None and hoisting_mode(d, n, compute, leaves, treedef) == "program":
             out.add(n)
@@ -635,8 +636,8 @@ def check_hoisting(make: Callable[[], Any], upstream: Callable[[], Any] | None =
             continue
         d = make()
         got = _first_read(transform, d, names)
-        hoisted = set(CACHE.cached(d)) - set(CACHE.seeded(d))
-        traced = tuple(n for n in names if n not in hoisted and n not in CACHE.seeded(d))
+        hoisted = set(CACHE.values_of(d)) - set(CACHE.given(d))
+        traced = tuple(n for n in names if n not in hoisted and n not in CACHE.given(d))
         expected = {n: want[n] for n in names if n not in traced}
         if transform != "jit":  # computed in the trace: check_vmap, check_pmap, ... compare
             names_checked = tuple(n for n in names if n not in traced)  # those with eager ones

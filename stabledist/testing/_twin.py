@@ -28,9 +28,9 @@ from numpyro.distributions.constraints import dependent_property
 from numpyro.distributions.util import lazy_property
 
 import stabledist
-from stabledist._src.cache import lazy_record
-from stabledist._src.fork import upstream_class
 from stabledist._src.introspect import lazy_names
+from stabledist._src.lazy import lazy_property_of
+from stabledist._src.mirrors import upstream_class
 
 __all__ = ["NoNumpyroTwin", "numpyro_twin", "twin_or_reason", "upstream_lazy_names"]
 
@@ -130,7 +130,7 @@ def _own_body(cls: type) -> Iterator[tuple[str, Any]]:
     for name, value in vars(cls).items():
         if name in _MADE_BY_TYPE or name in slots:
             continue
-        value = lazy_record(value)  # a stable class holds a plain property in its place
+        value = lazy_property_of(value)  # a stable class holds a plain property in its place
         if isinstance(value, lazy_property) and _stabledists(value.wrapped):
             continue
         dunder = name.startswith("__") and name.endswith("__")  # __module__, __qualname__, ...
@@ -141,7 +141,7 @@ def _own_body(cls: type) -> Iterator[tuple[str, Any]]:
 
 
 def _same_entry(theirs: Any, ours: Any) -> bool:
-    theirs, ours = lazy_record(theirs), lazy_record(ours)
+    theirs, ours = lazy_property_of(theirs), lazy_property_of(ours)
     if theirs is ours:
         return True
     return (isinstance(theirs, lazy_property) and isinstance(ours, lazy_property)
@@ -156,7 +156,7 @@ def _stabledists(fn: Any) -> bool:
 def _lazy_function(cls: type, name: str) -> Any:
     for base in cls.__mro__:
         if name in vars(base):
-            return getattr(lazy_record(vars(base)[name]), "wrapped", None)
+            return getattr(lazy_property_of(vars(base)[name]), "wrapped", None)
     return None
 
 
@@ -178,7 +178,7 @@ class _Rebinder:
         self.seen: dict[int, Any] = {}
 
     def attribute(self, name: str, value: Any) -> Any:
-        value = lazy_record(value)  # a stable class holds a plain property in its place
+        value = lazy_property_of(value)  # a stable class holds a plain property in its place
         if isinstance(value, lazy_property):  # stabledist's or numpyro's: numpyro's
             return lazy_property(self.function(value.wrapped))
         if isinstance(value, types.FunctionType):

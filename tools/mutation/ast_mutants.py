@@ -6,8 +6,12 @@ Each is an AST edit located by name: inside the function ``where`` (a qualified 
 (``ast.unparse``) is ``old`` becomes ``new`` (or is deleted). Formatting, comments and edits
 elsewhere never break a locator; if the named function or the node is gone or ambiguous, the
 run stops with :class:`StaleLocatorError` (update the mutant), it never skips it. The mutants that
-mutmut does express (stages()'s ``not in``, the inverted ``EAGER_OPS_MAX`` conditional, the
-``seeded`` union) were dropped from the old exact-text list in favour of mutmut's run.
+mutmut does express (stages()'s ``not in``, the inverted ``OP_BY_OP_MAX`` conditional, the
+``given`` union) were dropped from the old exact-text list in favour of mutmut's run. Each
+mutant's tests are those that should catch it: the topic files of the core (`test_cache.py`
+for storage, reads and hoisting; `test_pytree.py` for the generated functions, the field
+table and the batch check; `test_mirrors.py` for mirrors, registration and pickles) and the
+files of the behaviour it breaks (`test_batched.py`, `test_parametrizations.py`).
 """
 
 from __future__ import annotations
@@ -15,13 +19,14 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-CACHE, PYTREE, FORK, BATCHING, HOISTING, SPEC = (
+CACHE, READS, HOISTING, PYTREE, DESCRIBE, BATCHING, BASE, MIRRORS, PICKLING = (
     f"stabledist/_src/{m}.py"
-    for m in ("cache", "pytree", "fork", "batching", "hoisting", "spec"))
+    for m in ("cache", "reads", "hoisting", "pytree", "describe", "batching", "base", "mirrors",
+              "pickling"))
 
 # the fast test selections: each mutant names the tests that should catch it
 _CACHE_TESTS = "tests/test_cache.py"
-_PYTREE_TESTS = ("tests/test_pytree.py", "tests/test_mutation_kills.py")
+_PYTREE_TESTS = ("tests/test_pytree.py",)
 
 
 class StaleLocatorError(Exception):
@@ -97,58 +102,56 @@ def _k(file: str, expr: str) -> tuple[str, ...]:
 
 
 MUTANTS: tuple[AstMutant, ...] = (
-    # ---- cache.py ----------------------------------------------------------------------------
+    # ---- reads.py and hoisting.py ------------------------------------------------------------
     AstMutant(
-        HOISTING, "traced_value",
-        "compute_hoisted(instance, name, compute, leaves, treedef, cached(instance), seed)",
-        "jax.tree_util.tree_map(lambda v: v * 2, compute_hoisted(instance, name, compute,"
-        " leaves, treedef, cached(instance), seed))",
+        HOISTING, "compute_hoisted", "program(leaves, _arrays_only(known))",
+        "jax.tree_util.tree_map(lambda v: v * 2, program(leaves, _arrays_only(known)))",
         "hoisting: a value hoisted by a compiled program (mode \"program\") is doubled",
         _k(_CACHE_TESTS, "test_long_hoisted_computation_is_one_program_shared"),
     ),
+    AstMutant(
+        READS, "first_read_in_trace", "type(value) in CONCRETE_TYPES or is_concrete(value)",
+        "True",
+        "reads: a first read under a trace stores every value, also one computed from tracers",
+        _k(_CACHE_TESTS, "test_global_instances_under_transformations_do_not_leak"),
+    ),
+    # ---- cache.py ----------------------------------------------------------------------------
     AstMutant(
         CACHE, "LazyValueCache._release",
         "for name in owner.names:\n    tables[name].pop(key, None)", None,
         "cache: _release forgets a dead instance but leaves its values in the tables "
         "(a new instance reusing the id hits them)",
-        _k("tests/test_mutation_kills.py", "test_a_dead_instance_leaves_no_value_behind"),
+        _k(_CACHE_TESTS, "test_a_dead_instance_leaves_no_value_behind"),
     ),
     AstMutant(
-        CACHE, "LazyValueCache._reader_factory.reader.miss",
-        "owners_get(key) is not None",
-        "False",
-        "cache: an eager first read whose value read others of the same instance replaces "
-        "their owner (their values outlive the instance)",
-        _k("tests/test_mutation_kills.py", "test_a_value_computed_from_another"),
+        CACHE, "LazyValueCache._storing.store", "owners_get(key)", "None",
+        "cache: store ignores an existing owner (a first value whose computation stored another "
+        "of the same instance replaces its owner: that value outlives the instance)",
+        _k(_CACHE_TESTS, "test_a_value_computed_from_another"),
     ),
     AstMutant(
         CACHE, "LazyValueCache._release",
-        "for child in owner.held or ():\n    holders = child.holders\n"
-        "    if holders is not None and holders.get(key) is owner:\n        del holders[key]",
+        "if owner.held:\n    if self.lock.acquire(blocking=False):\n        try:\n"
+        "            self._forget_held(owner)\n        finally:\n"
+        "            self.lock.release()\n    else:\n        self._orphans.append(owner)",
         None,
         "cache: a dead holder stays recorded in the distributions it held (a global base "
         "collects one record per short-lived wrapper)",
-        _k("tests/test_mutation_kills.py", "test_dead_holders_leave_no_record_in_the_child"),
+        _k(_CACHE_TESTS, "test_dead_holders_leave_no_record_in_the_child"),
     ),
     AstMutant(
-        CACHE, "LazyValueCache.get_or_compute",
-        "type(value) in CONCRETE_TYPES or is_concrete(value)", "True",
-        "cache: get_or_compute stores every value, also one computed from tracers in the trace",
-        _k(_CACHE_TESTS, "test_global_instances_under_transformations_do_not_leak"),
-    ),
-    AstMutant(
-        CACHE, "LazyValueCache.clear", "owner.names - owner.seeded", "owner.names",
-        "cache: clear() also drops the values a constructor seeded",
+        CACHE, "LazyValueCache.clear", "owner.names - owner.given", "owner.names",
+        "cache: clear() also drops the values an instance was given",
         _k("tests/test_parametrizations.py", "test_clear_cache_keeps_given_values"),
     ),
     AstMutant(
         CACHE, "LazyValueCache.clear",
-        "for name in owner.names - owner.seeded:\n    self._tables[name].pop(key, None)", None,
+        "for name in owner.names - owner.given:\n    self._tables[name].pop(key, None)", None,
         "cache: clear() updates its bookkeeping but leaves computed values in the tables "
         "(a hit after clear_cache returns the stale value)",
         _k(_CACHE_TESTS, "test_clear_cache_forces_recompute"),
     ),
-    # ---- pytree.py and spec.py --------------------------------------------------------------
+    # ---- pytree.py, describe.py ---------------------------------------------------------------
     AstMutant(
         PYTREE, "_flatten_lines", "''.join((x + ', ' for x in leaves))",
         "''.join((x + ', ' for x in reversed(leaves)))",
@@ -162,38 +165,39 @@ MUTANTS: tuple[AstMutant, ...] = (
         _PYTREE_TESTS,
     ),
     AstMutant(
-        SPEC, "field_table", "tuple(data)", "tuple(reversed(data))",
-        "spec: field_table returns the data fields in reverse order",
-        _PYTREE_TESTS,
-    ),
-    AstMutant(
-        SPEC, "_declared_fields", "reversed(cls.__mro__)", "cls.__mro__",
-        "spec: the field table walks the MRO most-derived first (a subclass's fields before "
-        "its bases')",
-        _PYTREE_TESTS,
-    ),
-    AstMutant(
-        PYTREE, "build", "ClassPytree(flatten, unflatten, _checking(layout, unflatten), checked)",
-        "ClassPytree(flatten, unflatten, unflatten, checked)",
+        PYTREE, "_generate", "ClassPytree(flatten, unflatten, _checking(layout, unflatten), "
+        "set_batch, own)",
+        "ClassPytree(flatten, unflatten, unflatten, set_batch, own)",
         "pytree: tree_unflatten called by hand skips the leaf-kind check (no clear error for "
         "a string or distribution as a parameter)",
         _PYTREE_TESTS,
     ),
     AstMutant(
-        SPEC, "_lazy_attributes",
-        "{n: LazyToInstall(f) for n, f in recomputed.items()}", "{}",
-        "spec: derived attributes are left out of the field table but not installed as lazy "
-        "properties",
+        DESCRIBE, "field_table", "tuple(data)", "tuple(reversed(data))",
+        "describe: field_table returns the data fields in reverse order",
         _PYTREE_TESTS,
     ),
-    # ---- batching.py -------------------------------------------------------------------------
+    AstMutant(
+        DESCRIBE, "_declared_fields", "reversed(cls.__mro__)", "cls.__mro__",
+        "describe: the field table walks the MRO most-derived first (a subclass's fields "
+        "before its bases')",
+        _PYTREE_TESTS,
+    ),
+    AstMutant(
+        DESCRIBE, "_lazy_attributes",
+        "{n: LazyToInstall(f) for n, f in recomputed.items()}", "{}",
+        "describe: recomputed attributes are left out of the field table but not installed as "
+        "lazy properties",
+        _PYTREE_TESTS,
+    ),
+    # ---- batching.py and the batch check ------------------------------------------------------
     AstMutant(
         BATCHING, "_derived_shape", "lead + stored", "stored + lead",
         "batching: the mapped axes of a vmapped distribution go behind its batch shape",
         _k("tests/test_batched.py", "MultivariateNormal or nested or stacks"),
     ),
     AstMutant(
-        BATCHING, "restore_children", "_restored(value)", "value",
+        BATCHING, "restore_children", "restored", "lambda value: value",
         "batching: a parent that keeps its shape leaves its children derived (numpyro's "
         "censored classes then get another batch shape in a round trip)",
         _k("tests/test_pytree.py", "test_round_trip_is_exact and Censored"),
@@ -205,46 +209,50 @@ MUTANTS: tuple[AstMutant, ...] = (
         _k("tests/test_batched.py", "keeps_its_shapes"),
     ),
     AstMutant(
-        FORK, "StableMeta.__call__", "args, kwargs = settled_arguments(args, kwargs)", None,
-        "batching: constructors are given the vmapped distribution itself (numpyro's censored "
+        PYTREE, "_batch_check_lines", "rule.restores_children and nested", "False",
+        "pytree: the batch check leaves a round trip's children derived (a truncated "
+        "distribution's round trip derives its promoted base's shape)",
+        _k("tests/test_batched.py", "all_the_way_down"),
+    ),
+    # ---- base.py and mirrors.py: construction --------------------------------------------------
+    AstMutant(
+        BASE, "StableMeta.__call__", "args, kwargs = settled_arguments(args, kwargs)", None,
+        "base: constructors are given the vmapped distribution itself (numpyro's censored "
         "classes rebuild it with jax.tree.map, keeping the element's base shape)",
         _k("tests/test_batched.py", "keeps_its_shapes and censored"),
     ),
     AstMutant(
-        FORK, "StableMeta.__call__", "_stabilize_children(instance, restored)",
-        "_stabilize_children(instance, settled)",
-        "batching: what a constructor's own tree maps derived keeps the derived shape (numpyro's "
+        BASE, "StableMeta.__call__", "stabilize_children(instance, restored)",
+        "stabilize_children(instance, __import__('stabledist._src.batching', "
+        "fromlist=['settled']).settled)",
+        "base: what a constructor's own tree maps derived keeps the derived shape (numpyro's "
         "truncated classes promote their base's leaves and keep its stored shape)",
         _k("tests/test_batched.py", "all_the_way_down"),
     ),
     AstMutant(
-        BATCHING, "check_lines", "rule.restores_children and nested", "False",
-        "batching: a truncated distribution's round trip derives its promoted base's shape",
-        _k("tests/test_batched.py", "all_the_way_down"),
-    ),
-    # ---- fork.py -----------------------------------------------------------------------------
-    AstMutant(
-        FORK, "_finish_construction",
-        "for name in state.keys() & spec.lazy:\n    CACHE.seed(d, name, state.pop(name))", None,
-        "fork: a constructor's stored lazy values stay in __dict__ (no seeding)",
+        BASE, "StableMeta.__call__", "stabilize_children(instance, restored)", None,
+        "base: a new instance's nested numpyro distributions are not made stable",
         _PYTREE_TESTS,
     ),
     AstMutant(
-        FORK, "StableMeta.__call__", "_stabilize_children(instance, restored)", None,
-        "fork: a new instance's nested numpyro distributions are not made stable",
+        MIRRORS, "finish_construction",
+        "for name in state.keys() & record.lazy:\n    CACHE.give(d, name, state.pop(name))",
+        None,
+        "mirrors: a constructor's stored lazy values stay in __dict__ (never given to the "
+        "cache)",
         _PYTREE_TESTS,
     ),
+    # ---- pickling.py and base.py: given values -------------------------------------------------
     AstMutant(
-        FORK, "Distribution.__getstate__", "(self.__dict__, seeded) if seeded else self.__dict__",
-        "self.__dict__",
-        "fork: copies and pickles drop the values the constructor was given (__getstate__)",
+        PICKLING, "state_of", "(d.__dict__, given) if given else d.__dict__", "d.__dict__",
+        "pickling: copies and pickles drop the values the constructor was given (state_of)",
         _k("tests/test_parametrizations.py", "test_copies_and_pickles_carry_given_values"),
     ),
     AstMutant(
-        FORK, "Distribution.get_args",
-        "param in self.__dict__ or param in seeded or not is_lazy(getattr(cls, param))",
+        BASE, "Distribution.get_args",
+        "param in self.__dict__ or param in given or not is_lazy(getattr(cls, param))",
         "param in self.__dict__ or not is_lazy(getattr(cls, param))",
-        "fork: get_args ignores the values the constructor was given",
+        "base: get_args ignores the values the constructor was given",
         _k("tests/test_parametrizations.py", "test_given_value_is_exact_and_round_trip"),
     ),
 )

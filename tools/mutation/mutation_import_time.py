@@ -37,9 +37,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if "MUTANT_UNDER_TEST" in os.environ:  # set by mutmut for its stats run and each mutant
         import mutmut
 
-        from stabledist._src import fork
+        from stabledist._src import user_classes
 
-        fork._INTERNAL_DIRS += (os.path.dirname(mutmut.__file__) + os.sep,)
+        user_classes._INTERNAL_DIRS += (os.path.dirname(mutmut.__file__) + os.sep,)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -101,8 +101,9 @@ def verdict(survived: Sequence[str]) -> int:
     for s in survived:
         print(f"  survived: {s}" + ("" if s in unexplained else f"  (explained: {reasons[s]})"))
     if unexplained:
-        print(f"\n{len(unexplained)} unexplained survivor(s): kill each with a test "
-              f"(tests/test_mutation_kills.py) or explain it in {SURVIVORS.relative_to(REPO)}")
+        print(f"\n{len(unexplained)} unexplained survivor(s): kill each with a test in its "
+              f"topic's file (tests/test_cache.py, test_pytree.py, test_mirrors.py, ...) or "
+              f"explain it in {SURVIVORS.relative_to(REPO)}")
         return 1
     return 0
 

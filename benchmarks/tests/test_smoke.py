@@ -1,10 +1,10 @@
 """The benchmark suite runs end to end at tiny sizes, so it cannot rot.
 
-``python -m benchmarks --smoke --strict`` (CI's smoke step, ``make bench ARGS="--smoke
---strict"``) runs every benchmark in a subprocess (the suite sets ``JAX_PLATFORMS``/``XLA_FLAGS``
+``python -m benchmarks --smoke --strict`` (what CI's smoke step ran; now this module, in ``make
+test-bench``) runs every benchmark in a subprocess (the suite sets ``JAX_PLATFORMS``/``XLA_FLAGS``
 before importing jax, which this test process already did), must exit 0 (the smoke profile
-judges no timing, so only an error, a retrace or growing memory fails it) and must write the
-JSON, the Markdown report and the plots.
+judges no timing, so only an error, a retrace, growing memory or growing tables fails it) and
+must write the JSON, the Markdown report and the plots.
 """
 
 from __future__ import annotations
@@ -18,14 +18,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import BENCHMARKS, PROFILES  # noqa: E402 - after the path is set
-
-# one worker runs the suite once (make's grouping: a module's tests run together, see
-# tests/conftest.py); fresh processes: `make test-integration` (CI)
-pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +37,8 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
          "--host-devices", "2", "--strict", "--out", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("FAIL")]
+    assert proc.returncode == 0, "\n".join([*failed, proc.stderr[-4000:]])
     return out, proc.stdout + proc.stderr
 
 
@@ -74,6 +71,9 @@ def test_json_has_environment_and_every_benchmark(smoke_run: tuple[Path, str]) -
     assert isinstance(build["dtrace"], bool) and isinstance(build["shared"], bool)
     assert "JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS" in env["env"]
     assert data["profile"]["name"] == "smoke"
+    # every progress line's estimate of the time left, and the CPU time of the run
+    assert data["eta_history"] and all(left >= 0 for _, left in data["eta_history"])
+    assert data["cpu_seconds"] > 0
     assert set(data["benchmarks"]) == set(BENCHMARKS)
     for name, bench in data["benchmarks"].items():
         assert bench["error"] is None, f"{name}: {bench['error']}"
@@ -166,9 +166,11 @@ def test_prints_verdict_table_whole_target_lines_and_progress(
     assert "Verdict: " in joined and "Exit status 0" in joined
     # smoke judges no timing: timing targets N/A, the others pass under --strict
     assert all(t["passed"] is not False for t in data["targets"]), data["targets"]
-    assert {t["target"] for t in data["targets"] if t["passed"] is True} >= {"rss", "retrace"}
+    assert {t["target"] for t in data["targets"] if t["passed"] is True} >= {
+        "rss", "retrace", "scale_gc", "scale_tables"}
     # progress lines on stderr: overall "k of n" and a time estimate
-    steps = [line for line in lines if re.search(r"\] \d+ of \d+, ~\d+ (s|min) left", line)]
+    progress = re.compile(r"\] \d+ of \d+, ~\d+(\.\d)? (s|min) left")
+    steps = [line for line in lines if progress.search(line)]
     assert len(steps) >= 8, lines[:20]
 
 
@@ -221,6 +223,18 @@ def test_progress_tracker_counts_steps_and_estimates() -> None:
     t.begin("b", steps=4)  # the real count, once known
     assert t.counts() == (2, 6)
     assert "2 of 6" in t.line("x")
+    t.step("b1-b2", weight=2)  # a long step counts for two of the plan
+    assert t.counts() == (4, 6)
+    # a step running past its plan slows the estimate before it ends
+    slow = Tracker(heartbeat=1e9)
+    slow.set_plan({"a": (10, 100.0)})
+    slow.begin("a")
+    slow.step("a1", weight=5)  # planned 50 s
+    slow.step_t0 -= 150.0  # running for 150 s: three times its plan
+    assert slow.eta() == pytest.approx(150.0 + 150.0 / 4, rel=0.01)  # 5 steps left at 3x
+    lines = len(t.history)
+    t.line("y")  # each progress line records its estimate of the time left
+    assert len(t.history) == lines + 1 and t.history[-1][1] >= 0
 
 
 def test_cli_rejects_unknown_benchmark() -> None:

@@ -1,14 +1,13 @@
-"""The spec of a stable class: everything stabledist knows about it, computed once, in one pure
-step, from the class, the class it mirrors and `stabledist._src.facts`.
+"""Describing a stable class: its `ClassRecord` and the attributes it must get, computed in one
+pure step from the class, the class it mirrors and `stabledist._src.facts`.
 
-`class_spec(cls, source)` reads and changes nothing: it returns a `ClassSpec` with the field
-table (which attributes are leaves, in declaration order), the attributes the class must get
-(cached lazy properties, recomputed attributes, precedence restored), where its batch shape is read
-(`BatchRule`), which fields may hold distributions, and the class's `Facts`. The fork then
-registers the class (`stabledist._src.fork`): it installs those attributes, puts the spec on
-the class (``cls.__stable_spec__``, as equinox keeps a module's field metadata on the class)
-and registers it with JAX, ``jax.export`` and the cache. The few per-class caches the other
-modules keep (hoisting decisions and programs, batch shapes read from leaves) hang off it.
+`describe(cls, source)` reads and changes nothing: it returns the record (the field table -
+which attributes are leaves, in declaration order -, the lazy names, the nested fields, each
+parameter's event rank, where the batch shape is read (`BatchRule`) and the class's `Facts`)
+and the attributes to install (cached lazy properties, recomputed attributes, precedence
+restored, ``sample`` with a message for a missing key). The registration
+(`stabledist._src.registration`) installs them and records the record
+(`stabledist._src.records`).
 
 numpyro gathers a distribution's fields on every flatten by walking the MRO into a ``set``, so
 its leaf order follows ``PYTHONHASHSEED``. Here the table is gathered once, in declaration
@@ -18,53 +17,33 @@ structure whatever it was built from or has read.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 from numpyro.distributions.util import lazy_property
+from numpyro.util import is_prng_key
 
-from stabledist._src.cache import cached_lazy_property
-from stabledist._src.facts import EVENT, Facts, Offset, StaticPredicate, facts_of
-from stabledist._src.introspect import (
-    SPEC_ATTRIBUTE,
-    class_attribute,
-    is_lazy,
-    is_numpyro_class,
+from stabledist._src.facts import EVENT, Facts, StaticPredicate, facts_of
+from stabledist._src.introspect import class_attribute, is_numpyro_class
+from stabledist._src.lazy import cached_lazy_property, is_lazy, lazy_property_of
+from stabledist._src.records import (
+    BASE_AUX,
+    VALIDATE,
+    BatchRule,
+    ClassRecord,
+    FieldTable,
+    find,
 )
 
-__all__ = ["SPEC", "BatchRule", "ClassSpec", "FieldTable", "LazyToInstall", "class_spec",
-           "field_table", "is_fork_base", "spec_of"]
-
-SPEC = SPEC_ATTRIBUTE
-"""The class attribute that holds a stable class's `ClassSpec` (the cache reads ``holds``)."""
+__all__ = ["FORK_BASE", "Description", "LazyToInstall", "describe", "field_table",
+           "is_fork_base", "unknown_own_pytree"]
 
 FORK_BASE = "_stabledist_fork_base"
-"""Set in the body of the fork's own generic base classes: they are not a class's source."""
+"""Set in the body of stabledist's own generic base classes: they are not a class's source."""
 
-# Aux fields every distribution has (``_validate_args`` is put last).
-BASE_AUX = ("_batch_shape", "_event_shape")
-VALIDATE = "_validate_args"
 _OWN_METHODS = ("tree_flatten", "tree_unflatten")
-
-
-@dataclass(frozen=True)
-class FieldTable:
-    """Which attributes of a class are leaves (``data``) and which are static (``aux``).
-
-    ``hybrid`` fields appear in both: a hybrid value is a leaf unless its test says it is
-    static (numpyro's ``MaskedDistribution._mask`` is a leaf when an array, static when a
-    ``bool``). ``array_fields`` are the parameters from ``arg_constraints``, which must never
-    be unflattened from a distribution or a string. ``list_aux``: aux names whose value may be
-    a list, frozen to a tuple in aux data (which must be hashable) and thawed back to a list.
-    """
-
-    data: tuple[str, ...]
-    aux: tuple[str, ...]
-    hybrid: Mapping[str, StaticPredicate] = field(default_factory=dict)
-    array_fields: frozenset[str] = frozenset()
-    list_aux: frozenset[str] = frozenset()
 
 
 class LazyToInstall(NamedTuple):
@@ -74,59 +53,12 @@ class LazyToInstall(NamedTuple):
     function: Callable[[Any], Any]
 
 
-@dataclass(frozen=True, eq=False)  # hashed by identity: a key of derived shapes
-class BatchRule:
-    """Where a class's batch shape can be read from its leaves (TFP's ``parameter_properties``
-    in spirit: an event rank per parameter). ``arrays`` are ``(leaf index, event rank)``
-    (`EVENT`: the instance's event rank), ``children`` ``(leaf index, offset)`` for nested
-    distributions whose batch shape tells the parent's; ``event_shaped`` leaves end in the
-    event shape. ``keep``: the batch shape is not a function of the leaves (stored one kept);
-    ``restores_children``: after an unflatten that keeps this parent's shape, its nested
-    distributions keep theirs too; ``pure``: parameters only (no field may hold a
-    distribution), so the answer depends on the leaf shapes alone."""
+class Description(NamedTuple):
+    """What `describe` found: the class's record, and the attributes the registration must
+    install on the class (name -> value; a `LazyToInstall` becomes a cached lazy property)."""
 
-    arrays: tuple[tuple[int, int], ...]
-    children: tuple[tuple[int, Offset], ...]
-    keep: bool = False
-    restores_children: bool = False
-    pure: bool = False
-    event_shaped: tuple[int, ...] = ()
-
-
-@dataclass(eq=False)
-class ClassSpec:
-    """What `class_spec` computed for a stable class, and the per-class caches that hang off
-    it. ``source`` is the class it mirrors (numpyro's or a user's class given to
-    ``make_stable``), or the class itself. ``install``: attributes the class must get
-    (name -> value). ``lazy``: names that resolve to cached lazy properties (a constructor's
-    assignment to one is seeded); ``generated``: names the class holds only to restore MRO
-    precedence; ``fields``: everything an instance's ``__dict__`` may hold by declaration;
-    ``nested``: data fields that may hold distributions, ``holds``: ``d -> the distributions
-    d holds there`` (None without such fields); ``own``: a user class's own
-    ``(tree_flatten, tree_unflatten)``."""
-
-    qualname: str
-    source: type
-    facts: Facts
-    table: FieldTable
+    record: ClassRecord
     install: dict[str, Any]
-    lazy: frozenset[str]
-    generated: frozenset[str]
-    fields: frozenset[str]
-    nested: tuple[str, ...]
-    holds: Callable[[Any], list[Any]] | None
-    batch: BatchRule | None
-    own: tuple[Callable[..., Any], Callable[..., Any]] | None
-    lint: bool = False  # made by make_stable: attributes outside the table warn (fork)
-    warned: bool = False  # that warning was given (fork)
-    pytree: Any = None  # the registered flatten/unflatten (pytree.ClassPytree)
-    hoisting: dict[Any, Any] = field(default_factory=dict)  # decisions and programs (hoisting)
-    shapes: dict[Any, Any] = field(default_factory=dict)  # derived batch shapes (batching)
-
-
-def spec_of(cls: type) -> ClassSpec:
-    """The spec of a stable class (its own, not a base's: KeyError for any other class)."""
-    return vars(cls)[SPEC]
 
 
 def is_fork_base(cls: type) -> bool:
@@ -134,9 +66,9 @@ def is_fork_base(cls: type) -> bool:
     return FORK_BASE in vars(cls)
 
 
-def class_spec(cls: type, source: type) -> ClassSpec:
-    """The `ClassSpec` of the stable class ``cls`` mirroring ``source`` (pure: reads the classes
-    and `stabledist._src.facts`, changes nothing)."""
+def describe(cls: type, source: type) -> Description:
+    """The record of the stable class ``cls`` mirroring ``source``, and what to install on it
+    (pure: reads the classes and `stabledist._src.facts`, changes nothing)."""
     facts = facts_of(cls)
     own = _own_pytree_methods(cls)
     install, lazy, generated = _lazy_attributes(cls, facts)
@@ -148,40 +80,54 @@ def class_spec(cls: type, source: type) -> ClassSpec:
                         own_flatten=own is not None)
     if own is not None and own[2]:
         install.update(own[2])
+    sample = keyed_sample(cls)
+    if sample is not None:
+        install["sample"] = sample
     nested = tuple(n for n in table.data if n not in table.array_fields)
-    return ClassSpec(
-        qualname=cls.__qualname__, source=source, facts=facts, table=table, install=install,
-        lazy=lazy, generated=generated, fields=frozenset((*table.data, *table.aux)),
-        nested=nested, holds=_held_distributions(nested) if nested else None,
-        batch=batch_rule(cls, table, facts),
+    ranks = _event_ranks(cls, facts)
+    record = ClassRecord(
+        qualname=cls.__qualname__, source=source, facts=facts, table=table, lazy=lazy,
+        generated=generated, fields=frozenset((*table.data, *table.aux)), nested=nested,
+        event_ranks=ranks, batch=batch_rule(table, facts, ranks),
         own=None if own is None else (own[0], own[1]))
+    return Description(record, install)
 
 
-_DISTRIBUTION_META = type(_NumpyroDistribution)
-_SEQUENCES = (list, tuple)
+def keyed_sample(cls: type) -> Callable[..., Any] | None:
+    """``cls``'s own ``sample`` (the first in its MRO that is not one of these), wrapped so
+    that a first argument that is no PRNG key gets a message saying what to pass (numpyro's
+    ``assert is_prng_key(key)`` has none); None where the one ``cls`` inherits wraps it
+    already. Per class, so that ``typing.get_type_hints`` reads each class's annotations."""
+    sample = next((vars(b)["sample"] for b in cls.__mro__
+                   if "sample" in vars(b) and not hasattr(vars(b)["sample"], _KEYED)), None)
+    inherited = class_attribute(cls, "sample")
+    if not callable(sample) or getattr(inherited, "__wrapped__", None) is sample:
+        return None
+
+    @functools.wraps(sample)
+    def keyed(self: Any, key: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return sample(self, key, *args, **kwargs)
+        except AssertionError as error:
+            if error.args or is_prng_key(key):
+                raise
+            raise AssertionError(
+                f"{type(self).__name__}.sample expects a PRNG key as its first argument, such "
+                f"as jax.random.key(0) or jax.random.PRNGKey(0); got {_described(key)}"
+            ) from None
+
+    setattr(keyed, _KEYED, True)
+    return keyed
 
 
-def _held_distributions(names: tuple[str, ...]) -> Callable[[Any], list[Any]]:
-    """``d -> the distributions d holds in the fields names`` (directly or in a list). Runs at
-    the first lazy value of every instance of such a class, so it touches little: a value is a
-    distribution by its metaclass (``isinstance`` against numpyro's classes goes through their
-    metaclass's ``__instancecheck__``), and plain loops (no generator)."""
-    meta = _DISTRIBUTION_META
+_KEYED = "_stabledist_keyed"
 
-    def holds(d: Any) -> list[Any]:
-        state = d.__dict__
-        found = []
-        for name in names:
-            value = state.get(name)
-            if isinstance(type(value), meta):
-                found.append(value)
-            elif type(value) in _SEQUENCES:
-                for v in value:
-                    if isinstance(type(v), meta):
-                        found.append(v)
-        return found
 
-    return holds
+def _described(value: Any) -> str:
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return f"an array of shape {tuple(shape)} and dtype {dtype}"
+    return f"{type(value).__name__} {value!r}"[:120]
 
 
 def recomputed_attributes(cls: type, facts: Facts) -> dict[str, Callable[[Any], Any]]:
@@ -205,9 +151,9 @@ def _lazy_attributes(cls: type, facts: Facts
     names = {n for base in cls.__mro__ for n, a in vars(base).items() if is_lazy(a)}
     for name in sorted(names - set(recomputed)):
         owner, attr = _resolve(cls, name)
-        if isinstance(attr, cached_lazy_property):  # stabledist's: a record, or installed
-            if type(attr) is property:
-                continue  # installed by a stable base: inherited as it is
+        if type(attr) is property and is_lazy(attr):
+            continue  # installed by a stable base: inherited as it is
+        if isinstance(attr, cached_lazy_property):  # one in a class body: its installed form
             install[name] = attr.installed
         elif isinstance(attr, lazy_property):
             install[name] = LazyToInstall(attr.wrapped)
@@ -217,17 +163,23 @@ def _lazy_attributes(cls: type, facts: Facts
             continue
         if owner is not cls:  # (the class's own lazy property, converted, stays its own)
             generated.add(name)
-    lazy = frozenset(n for n in names | set(recomputed) if isinstance(
-        install[n] if n in install else class_attribute(cls, n),
-        LazyToInstall | cached_lazy_property))
+    lazy = frozenset(n for n in names | set(recomputed) if _is_cached_lazy(
+        install[n] if n in install else class_attribute(cls, n)))
     return install, lazy, frozenset(generated)
+
+
+def _is_cached_lazy(attribute: Any) -> bool:
+    """Whether a class attribute is (or will be installed as) one of stabledist's lazy
+    properties, not numpyro's or a plain attribute."""
+    return isinstance(attribute, LazyToInstall) or (
+        is_lazy(attribute) and type(lazy_property_of(attribute)) is cached_lazy_property)
 
 
 def _resolve(cls: type, name: str) -> tuple[type, Any]:
     """The attribute ``name`` of ``cls`` ignoring what stable classes only re-exposed."""
     for base in cls.__mro__:
-        spec = vars(base).get(SPEC)
-        if name in vars(base) and (spec is None or name not in spec.generated):
+        record = find(base)
+        if name in vars(base) and (record is None or name not in record.generated):
             return base, vars(base)[name]
     raise AttributeError(name)  # pragma: no cover - names come from the MRO
 
@@ -246,23 +198,30 @@ def _own_pytree_methods(cls: type) -> tuple[Any, Any, dict[str, Any]] | None:
         if not custom:
             continue
         if is_numpyro_class(base):
-            if facts_of(base).hybrid:
-                return None
-            raise TypeError(
-                f"{base.__module__}.{base.__qualname__} defines its own "
-                f"{'/'.join(sorted(custom))}, which stabledist does not know; please report "
-                "this numpyro class (new to stabledist) so that it can be covered")
+            unknown_own_pytree(base)
+            return None
         if base is cls:
             return cls.tree_flatten, cls.tree_unflatten, {}
-        # a mirror: the user's methods must win over the fork's generic ones
-        install = {n: _method_skipping_fork(cls, n) for n in _OWN_METHODS}
+        # a mirror: the user's methods must win over stabledist's generic ones
+        install = {n: _method_skipping_our_bases(cls, n) for n in _OWN_METHODS}
         flatten, unflatten = (install[n].__get__(None, cls) for n in _OWN_METHODS)
         return flatten, unflatten, install
     return None
 
 
-def _method_skipping_fork(cls: type, name: str) -> Any:
-    """``name`` as ``cls``'s MRO resolves it, ignoring the fork's generic bases."""
+def unknown_own_pytree(cls: type) -> None:
+    """Raise for a numpyro class that defines its own pytree methods stabledist does not know
+    (the hybrid classes of `stabledist._src.facts` are known): it would be flattened wrongly."""
+    custom = set(_OWN_METHODS) & set(vars(cls))
+    if custom and not facts_of(cls).hybrid:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__} defines its own "
+            f"{'/'.join(sorted(custom))}, which stabledist does not know; please report "
+            "this numpyro class (new to stabledist) so that it can be covered")
+
+
+def _method_skipping_our_bases(cls: type, name: str) -> Any:
+    """``name`` as ``cls``'s MRO resolves it, ignoring stabledist's generic bases."""
     for base in cls.__mro__:
         if not is_fork_base(base) and name in vars(base):
             return vars(base)[name]
@@ -292,7 +251,7 @@ def field_table(
     data, aux, arrays = _declared_fields(cls)
     data.update(dict.fromkeys(extra_data))
     aux.update(dict.fromkeys(extra_aux))
-    for name in (*extra_data, *recomputed):  # the fork's word wins over an aux declaration
+    for name in (*extra_data, *recomputed):  # the facts' word wins over an aux declaration
         aux.pop(name, None)
     for name in recomputed:
         data.pop(name, None)
@@ -333,15 +292,16 @@ def _declared_fields(cls: type) -> tuple[dict[str, None], dict[str, None], set[s
     return data, aux, arrays
 
 
-def batch_rule(cls: type, table: FieldTable, facts: Facts) -> BatchRule | None:
+def batch_rule(table: FieldTable, facts: Facts, event_ranks: Mapping[str, int]
+               ) -> BatchRule | None:
     """The `BatchRule` of a class with field table ``table``, or None when nothing in its
     leaves tells the batch shape (and it holds no distribution to give its shape back)."""
     data = table.data
     nested = tuple(n for n in data if n not in table.array_fields)
     if facts.keeps_batch:
         return BatchRule((), (), keep=True, restores_children=bool(nested))
-    ranks = tuple((i, rank) for i, name in enumerate(data) if name in table.array_fields
-                  and (rank := event_rank(cls, name, facts)) is not None)
+    ranks = tuple((i, event_ranks[name]) for i, name in enumerate(data)
+                  if name in table.array_fields and name in event_ranks)
     children = tuple((i, facts.child_offsets[n]) for i, n in enumerate(data)
                      if n in facts.child_offsets)
     if not ranks and not children:
@@ -352,18 +312,22 @@ def batch_rule(cls: type, table: FieldTable, facts: Facts) -> BatchRule | None:
                      pure=not nested, event_shaped=event_shaped)
 
 
-def event_rank(cls: type, name: str, facts: Facts | None = None) -> int | None:
-    """The event rank of parameter ``name`` (`EVENT`: the instance's): the facts' override,
-    else the first ``arg_constraints`` in the MRO that has it (None for a dependent constraint
-    without one: it says nothing)."""
-    overrides = (facts or facts_of(cls)).event_ranks
-    if name in overrides:
-        return overrides[name]
+def _event_ranks(cls: type, facts: Facts) -> dict[str, int]:
+    """Each parameter's event rank (`EVENT`: the instance's), where known: the facts'
+    override, else the first ``arg_constraints`` in the MRO that has it (a dependent
+    constraint without one says nothing)."""
+    ranks = dict(facts.event_ranks)
     for base in cls.__mro__:
         found: Mapping[str, Any] = vars(base).get("arg_constraints", {})
-        if isinstance(found, Mapping) and name in found:
-            try:
-                return int(found[name].event_dim)
-            except NotImplementedError:
-                return None
-    return None
+        if not isinstance(found, Mapping):
+            continue
+        for name, constraint in found.items():
+            if name not in ranks:
+                try:
+                    ranks[name] = int(constraint.event_dim)
+                except NotImplementedError:
+                    ranks[name] = _UNKNOWN
+    return {n: r for n, r in ranks.items() if r is not _UNKNOWN}
+
+
+_UNKNOWN: Any = object()

@@ -1,0 +1,113 @@
+"""The import: ``import stabledist`` against ``import numpyro.distributions``, each in its own
+fresh process, in pairs (the two of a pair run one after the other, in alternating order, so
+that both see the machine's load of that moment).
+
+Each child times its one import statement (``time.perf_counter``, jax's own import included,
+as a user's first line pays it) and reports its peak RSS after it, and whether the import
+started a JAX backend (it must not: a user configures devices and ``jax.distributed`` after
+the imports). No jax in this module: the children import it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+
+from benchmarks.config import Profile
+from benchmarks.environment import subprocess_env
+from benchmarks.rows import Row, Verdict, make_row, single
+from benchmarks.timing import BenchResult, Case, paired_ratio_interval, progress, step
+
+MODULES = {"numpyro": "numpyro.distributions", "stabledist": "stabledist"}
+
+MAX_RATIO = 1.10
+"""stabledist's import at most this times numpyro.distributions' wall time (issue 42)."""
+MAX_EXTRA_MIB = 10.0
+"""stabledist's peak RSS after its import at most this above numpyro.distributions'."""
+
+_CHILD = """
+import json, resource, sys, time
+t = time.perf_counter()
+import {module}
+seconds = time.perf_counter() - t
+from jax._src import xla_bridge
+print(json.dumps({{"seconds": seconds,
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "backends": sorted(getattr(xla_bridge, "_backends", None) or ())}}))
+"""
+
+
+def _child(module: str) -> dict[str, float | list[str]]:
+    """One fresh process importing ``module``: its import time, peak RSS, started backends."""
+    out = subprocess.run([sys.executable, "-c", _CHILD.format(module=module)],
+                         capture_output=True, text=True, env=subprocess_env(), timeout=300)
+    if out.returncode != 0:
+        raise RuntimeError(f"importing {module} in a fresh process failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench_import(profile: Profile) -> BenchResult:
+    result = BenchResult(
+        name="import",
+        title=f"The import, {profile.import_reps} pairs of fresh processes",
+        unit="ms",
+        variants={"numpyro": "import numpyro.distributions", "stabledist": "import stabledist"},
+        nocache="not applicable (nothing is cached at import)",
+    )
+    step(f"import: {profile.import_reps} pairs of fresh processes")
+    runs: dict[str, list[dict[str, float | list[str]]]] = {v: [] for v in MODULES}
+    for rep in range(profile.import_reps):
+        order = list(MODULES) if rep % 2 == 0 else list(reversed(MODULES))
+        for variant in order:
+            runs[variant].append(_child(MODULES[variant]))
+    progress(f"import: {profile.import_reps} pairs done")
+    result.cases.append(Case("import wall time", {"kind": "time", "unit": "ms"},
+                             {v: [1e3 * float(r["seconds"]) for r in rs]
+                              for v, rs in runs.items()}))
+    result.cases.append(Case("peak RSS after the import", {"kind": "memory", "unit": "MiB"},
+                             {v: [float(r["peak_mib"]) for r in rs] for v, rs in runs.items()}))
+    result.extra["backends"] = {v: sorted({b for r in rs for b in r["backends"]})
+                                for v, rs in runs.items()}
+    return result
+
+
+def import_rows(res: BenchResult) -> list[Row]:
+    """The wall-time row (paired, numpyro/stabledist with its interval) and the peak-RSS row."""
+    rows = []
+    for case in res.cases:
+        if case.params["kind"] == "time":
+            started = res.extra["backends"]["stabledist"]
+            rows.append(single(res.name, case, "ms", note="backends started by the import: "
+                               + (", ".join(started) if started else "none")))
+        else:
+            extra = _extra_mib(case)
+            rows.append(make_row(res.name, case.name, "MiB", numpyro=case.median("numpyro"),
+                                 stabledist=case.median("stabledist"), speed=False,
+                                 note=f"median of paired differences {extra:+.1f} MiB"))
+    return rows
+
+
+def import_target(res: BenchResult) -> Verdict | None:
+    """At most `MAX_RATIO` x numpyro.distributions' wall time (median of the paired ratios,
+    with the 95% interval beside it), at most `MAX_EXTRA_MIB` more peak RSS, no backend."""
+    time, memory = res.case("import wall time"), res.case("peak RSS after the import")
+    if time is None or memory is None:
+        return None
+    ratio = time.ratio_median("stabledist", "numpyro")
+    iv = paired_ratio_interval(time.samples["stabledist"], time.samples["numpyro"])
+    extra = _extra_mib(memory)
+    started = res.extra["backends"]["stabledist"]
+    interval = "" if iv["lo"] is None else f" (95% interval {iv['lo']:.2f}-{iv['hi']:.2f}x)"
+    return Verdict(f"{ratio:.3f}x wall, {extra:+.1f} MiB",
+                   ratio <= MAX_RATIO and extra <= MAX_EXTRA_MIB and not started,
+                   f"median of {len(time.samples['stabledist'])} paired fresh processes"
+                   f"{interval}; numpyro.distributions {time.median('numpyro'):.0f} ms, "
+                   f"stabledist {time.median('stabledist'):.0f} ms; backends started: "
+                   + (", ".join(started) if started else "none"))
+
+
+def _extra_mib(case: Case) -> float:
+    a, b = case.samples["stabledist"], case.samples["numpyro"]
+    return statistics.median(x - y for x, y in zip(a, b))

@@ -1,0 +1,416 @@
+"""Scale: how the costs grow with the work - many sample sites in one trace, large pytrees
+of distributions, many live instances - stabledist and numpyro side by side.
+
+Why: the other benchmarks time one distribution at a time, while users trace models with
+thousands of sites, carry pytrees of ten thousand distributions through ``scan`` or a
+checkpoint, and keep many instances alive. The garbage collector is part of the measure: the
+timed regions here run with it enabled (the micro-benchmarks disable it), the rows give the
+mean and the slowest repetition beside the median, and every collection is recorded by
+generation. Memory per instance, the collector's counts in create/drop cycles and the
+cache's own tables are measured in a fresh process per library
+(`benchmarks.bench_scale_child`).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+from numpyro.infer.util import log_density
+
+from benchmarks.common import MODULES, quiet
+from benchmarks.config import Profile
+from benchmarks.environment import subprocess_env
+from benchmarks.scale_report import child_result_cases
+from benchmarks.timing import (
+    BenchResult,
+    Case,
+    Timed,
+    calibrate,
+    interleave,
+    progress,
+    step,
+    stmt_timer,
+)
+
+VARIANTS = ("numpyro", "stabledist")
+COV = np.array([[1.0, 0.3], [0.3, 2.0]], np.float32)
+MIX = ("Normal(0, 1)", "TruncatedNormal(0, 1, low=-1, high=2)",
+       "MultivariateNormal(0, covariance_matrix) of dim 2")
+"""The sites, in turn: a class without lazy values, one whose log density reads them (the
+truncation's normaliser), one whose constructor factors a matrix."""
+
+
+class GcWatch:
+    """Every collection of the garbage collector while `active`: generation and duration,
+    attributed to the `label` set when it ran (collections without a label are dropped)."""
+
+    def __init__(self) -> None:
+        self.label: str | None = None
+        self.records: dict[str, list[tuple[int, float]]] = {}
+        self._t0 = 0.0
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        elif self.label is not None:
+            ms = (time.perf_counter() - self._t0) * 1e3
+            self.records.setdefault(self.label, []).append((info["generation"], ms))
+
+    @contextmanager
+    def active(self) -> Iterator[GcWatch]:
+        gc.callbacks.append(self._callback)
+        try:
+            yield self
+        finally:
+            gc.callbacks.remove(self._callback)
+
+    def summary(self, label: str) -> dict[str, float]:
+        """Collections of generation 2 under ``label``: count, total and largest ms; and
+        how many collections of any generation."""
+        full = [ms for g, ms in self.records.get(label, []) if g == 2]
+        return {"gen2": len(full), "gen2_ms": sum(full), "gen2_max_ms": max(full, default=0.0),
+                "collections": len(self.records.get(label, []))}
+
+
+def gc_timer(op: Callable[[], Any], watch: GcWatch, label: str) -> Timed:
+    """``number`` calls of ``op`` timed in ns with the garbage collector left on, its
+    collections attributed to ``label``."""
+
+    def run(number: int) -> int:
+        watch.label = label
+        t0 = time.perf_counter_ns()
+        for _ in range(number):
+            op()
+        elapsed = time.perf_counter_ns() - t0
+        watch.label = None
+        return elapsed
+
+    return run
+
+
+def _loops(fn: Timed, rep_ms: float) -> int:
+    """`calibrate`'s loop count, without its trials when one call (the warm-up) already
+    lasts a repetition: a round trip of 100,000 distributions takes seconds."""
+    first = fn(1)
+    return 1 if first >= rep_ms * 1e6 else calibrate(fn, rep_ms * 1e6, max_number=1000)
+
+
+def measure_gc(ops: dict[str, Callable[[], Any]], reps: int, rep_ms: float
+               ) -> tuple[dict[str, list[float]], dict[str, dict[str, float]]]:
+    """Per-call ns of each variant over ``reps`` interleaved repetitions (calibrated, GC on),
+    and each variant's collections during the repetitions (`GcWatch.summary`)."""
+    watch = GcWatch()
+    with watch.active():
+        fns = {v: gc_timer(op, watch, v) for v, op in ops.items()}
+        loops = {v: _loops(fn, rep_ms) for v, fn in fns.items()}
+        watch.records.clear()
+        samples = interleave(fns, loops, reps)
+    return samples, {v: watch.summary(v) for v in ops}
+
+
+# --------------------------------------------------------------------------------------------
+# a model with many sample sites
+# --------------------------------------------------------------------------------------------
+
+
+def site_model(m: Any, n: int) -> Callable[[], None]:
+    """``n`` sample sites, each its own distribution, in the turn of `MIX`."""
+    zeros, cov = jnp.zeros(2), jnp.asarray(COV)
+
+    def model() -> None:
+        for i in range(n):
+            kind = i % 3
+            if kind == 0:
+                numpyro.sample(f"s{i}", m.Normal(0.0, 1.0))
+            elif kind == 1:
+                numpyro.sample(f"s{i}", m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0))
+            else:
+                numpyro.sample(f"s{i}", m.MultivariateNormal(zeros, covariance_matrix=cov))
+
+    return model
+
+
+def site_values(n: int) -> dict[str, jax.Array]:
+    return {f"s{i}": jnp.full((2,) if i % 3 == 2 else (), 0.5, jnp.float32)
+            for i in range(n)}
+
+
+def plate_model(m: Any, n: int) -> Callable[[], None]:
+    """The same three kinds of site, each one vectorized site of ``n // 3`` under a plate."""
+    zeros, cov, k = jnp.zeros(2), jnp.asarray(COV), max(n // 3, 1)
+
+    def model() -> None:
+        with numpyro.plate("n", k):
+            numpyro.sample("a", m.Normal(0.0, 1.0))
+            numpyro.sample("b", m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0))
+            numpyro.sample("c", m.MultivariateNormal(zeros, covariance_matrix=cov))
+
+    return model
+
+
+def plate_values(n: int) -> dict[str, jax.Array]:
+    k = max(n // 3, 1)
+    return {"a": jnp.full(k, 0.5), "b": jnp.full(k, 0.5), "c": jnp.full((k, 2), 0.5)}
+
+
+def _log_density_jit(model: Callable[[], None]) -> Any:
+    """A new jitted log density (a new function: nothing cached from an earlier trace)."""
+    return jax.jit(lambda values: log_density(model, (), {}, values)[0])
+
+
+def _stage(maker: Callable[[Any, int], Callable[[], None]], m: Any, n: int,
+           values: dict[str, jax.Array], compile_too: bool) -> tuple[dict[str, float], Any]:
+    """One trace (and lowering and compile) of a new jitted log density: seconds per phase,
+    and the compiled function (None when not compiled)."""
+    fn = _log_density_jit(maker(m, n))
+    with quiet():
+        t0 = time.perf_counter()
+        traced = fn.trace(values)
+        t1 = time.perf_counter()
+        if not compile_too:
+            return {"trace": t1 - t0}, None
+        lowered = traced.lower()
+        t2 = time.perf_counter()
+        compiled = lowered.compile()
+        t3 = time.perf_counter()
+    return {"trace": t1 - t0, "lower": t2 - t1, "compile": t3 - t2, "total": t3 - t0}, compiled
+
+
+def _staging_case(name: str, maker: Callable[[Any, int], Callable[[], None]], n: int,
+                  values: dict[str, jax.Array], reps: int, compile_too: bool,
+                  warm: bool) -> tuple[list[Case], dict[str, Any]]:
+    """``reps`` interleaved traces (and compiles) per variant, GC on, each a new function;
+    ``warm``: one untimed trace per variant first (eager kernels, hoisting's decisions:
+    what a second model finds; per class and shape, so once per model kind is enough).
+    The cases: trace (and trace + compile)."""
+    records: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+    compiled: dict[str, Any] = {}
+    watch = GcWatch()
+
+    def timed(variant: str) -> Timed:
+        def run(number: int) -> int:
+            watch.label = variant
+            rec, fn = _stage(maker, MODULES[variant], n, values, compile_too)
+            watch.label = None
+            records[variant].append(rec)
+            compiled[variant] = fn
+            return int(rec["total" if compile_too else "trace"] * 1e9)
+        return run
+
+    for v in VARIANTS if warm else ():
+        _stage(maker, MODULES[v], n, values, False)
+    with watch.active():
+        interleave({v: timed(v) for v in VARIANTS}, dict.fromkeys(VARIANTS, 1), reps)
+    gcs = {v: watch.summary(v) for v in VARIANTS}
+    params = {"n": n, "unit": "s"}
+    cases = [Case(f"{name} {n}: trace", {**params, "kind": f"{name}_trace"},
+                  {v: [r["trace"] for r in records[v]] for v in VARIANTS},
+                  extra={"gc": gcs})]
+    if compile_too:
+        cases.append(Case(f"{name} {n}: trace+compile", {**params, "kind": f"{name}_compile"},
+                          {v: [r["total"] for r in records[v]] for v in VARIANTS},
+                          extra={"records": records, "gc": gcs}))
+    return cases, compiled
+
+
+def _per_call_case(name: str, n: int, compiled: dict[str, Any],
+                   values: dict[str, jax.Array], profile: Profile) -> Case:
+    fns = {v: stmt_timer("block(f(values))", {"block": jax.block_until_ready, "f": f,
+                                              "values": values})
+           for v, f in compiled.items()}
+    loops = {v: calibrate(fn, profile.closure_rep_ms * 1e6) for v, fn in fns.items()}
+    samples = interleave(fns, loops, max(profile.scale_reps, 3))
+    return Case(f"{name} {n}: per call", {"n": n, "kind": f"{name}_call", "unit": "ns/call"},
+                samples, loops)
+
+
+LONG_SITES = 1000
+"""From this many sites on, a trace takes seconds: three repetitions per variant (an
+interval, if a wide one), whatever the profile's count."""
+
+
+def _reps(profile: Profile, n: int) -> int:
+    return min(profile.scale_reps, 3) if n >= LONG_SITES else profile.scale_reps
+
+
+def sites_cases(result: BenchResult, profile: Profile) -> None:
+    """The unrolled model: trace at every size, compile and per call at the small ones."""
+    sizes = sorted({*profile.scale_sites, *profile.scale_compile_sites})
+    for n in sizes:
+        compile_too = n in profile.scale_compile_sites
+        step(f"scale: a model with {n} sample sites, trace" + (" + compile" if compile_too
+                                                                else ""))
+        values = site_values(n)
+        cases, compiled = _staging_case("sites", site_model, n, values, _reps(profile, n),
+                                        compile_too, warm=n == sizes[0])
+        result.cases += cases
+        if compile_too:
+            result.cases.append(_per_call_case("sites", n, compiled, values, profile))
+
+
+def plate_cases(result: BenchResult, profile: Profile) -> None:
+    """The model written with a plate: trace + compile, and per call, at each size."""
+    for n in profile.scale_plate:
+        step(f"scale: the same model with a plate, {n} sites")
+        values = plate_values(n)
+        cases, compiled = _staging_case("plate", plate_model, n, values, profile.scale_reps,
+                                        True, warm=n == profile.scale_plate[0])
+        result.cases += cases
+        result.cases.append(_per_call_case("plate", n, compiled, values, profile))
+
+
+# --------------------------------------------------------------------------------------------
+# a pytree of many distributions
+# --------------------------------------------------------------------------------------------
+
+
+def tree_of(m: Any, n: int) -> list[Any]:
+    """``n`` distributions in the turn of `MIX` (the MVN from its ``scale_tril``; argument
+    checks off: they cost seconds at this size and change no pytree)."""
+    loc, tril = jnp.float32(0.0), jnp.linalg.cholesky(jnp.asarray(COV))
+    zeros, out = jnp.zeros(2), []
+    with quiet():
+        for i in range(n):
+            kind = i % 3
+            if kind == 0:
+                out.append(m.Normal(loc, 1.0, validate_args=False))
+            elif kind == 1:
+                out.append(m.TruncatedNormal(loc, 1.0, low=-1.0, high=2.0,
+                                             validate_args=False))
+            else:
+                out.append(m.MultivariateNormal(zeros, scale_tril=tril, validate_args=False))
+    return out
+
+
+def read_values(tree: list[Any]) -> None:
+    """Read the lazy values of ``tree``'s distributions in place: the MVN's covariance and
+    precision matrices, the truncation's normaliser."""
+    for d in tree:
+        if hasattr(d, "precision_matrix"):
+            d.covariance_matrix  # noqa: B018 - the read is the point
+            d.precision_matrix  # noqa: B018
+        elif hasattr(d, "_log_diff_tail_probs"):
+            d._log_diff_tail_probs  # noqa: B018
+
+
+OPS = ("flatten", "unflatten", "tree_map")
+
+
+def _tree_ops(tree: list[Any]) -> dict[str, Callable[[], Any]]:
+    tu = jax.tree_util
+    leaves, treedef = tu.tree_flatten(tree)
+    return {"flatten": lambda: tu.tree_flatten(tree),
+            "unflatten": lambda: tu.tree_unflatten(treedef, leaves),
+            "tree_map": lambda: tu.tree_map(lambda x: x, tree)}
+
+
+def tree_cases(result: BenchResult, profile: Profile) -> None:
+    """Flatten, unflatten and ``tree_map`` of a list of N distributions, lazy values read
+    and not, GC on; the round trip is flatten + unflatten of the same repetition."""
+    for n in profile.scale_tree:
+        trees = {v: tree_of(MODULES[v], n) for v in VARIANTS}
+        for read in (False, True):
+            state = "values read" if read else "nothing read"
+            step(f"scale: a pytree of {n} distributions, {state}")
+            if read:
+                for tree in trees.values():
+                    read_values(tree)
+            ops = {f"{v}|{op}": f for v in VARIANTS for op, f in _tree_ops(trees[v]).items()}
+            samples, gcs = measure_gc(ops, profile.scale_reps, profile.closure_rep_ms)
+            params = {"n": n, "read": read, "unit": "ns/call"}
+            for op in OPS:
+                result.cases.append(Case(
+                    f"pytree {n}, {state}: {op}", {**params, "kind": f"tree_{op}"},
+                    {v: samples[f"{v}|{op}"] for v in VARIANTS},
+                    extra={"gc": {v: gcs[f"{v}|{op}"] for v in VARIANTS}}))
+            trip = {v: [a + b for a, b in zip(samples[f"{v}|flatten"],
+                                              samples[f"{v}|unflatten"])] for v in VARIANTS}
+            result.cases.append(Case(
+                f"pytree {n}, {state}: flatten+unflatten", {**params, "kind": "tree_trip"},
+                trip, extra={"gc": {v: {k: gcs[f"{v}|flatten"][k] + gcs[f"{v}|unflatten"][k]
+                                        for k in ("gen2", "gen2_ms", "collections")}
+                                    for v in VARIANTS}}))
+            del ops
+        del trees
+
+
+# --------------------------------------------------------------------------------------------
+# fresh processes: memory, the collector's counts, the tables
+# --------------------------------------------------------------------------------------------
+
+
+CHILD_WEIGHT = 2
+"""Progress steps each part of the fresh processes counts for (measured: 7-15 s each,
+against 0.3-12 s for the steps before them)."""
+
+
+def child_cases(result: BenchResult, profile: Profile) -> None:
+    """`benchmarks.bench_scale_child` in a fresh process per library, both at once (they
+    measure memory and counts, not time); a progress step as stabledist's child ends each of
+    its parts."""
+    from benchmarks.bench_scale_child import PART, PARTS
+
+    args = json.dumps({"memory": profile.scale_memory, "cycles": list(profile.scale_cycles),
+                       "shapes": profile.scale_shapes, "classes": profile.scale_classes})
+    labels = list(PARTS.values())
+    step(f"scale, a fresh process per library: {labels[0]}", weight=CHILD_WEIGHT)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = {v: (Path(tmp) / f"{v}.out", Path(tmp) / f"{v}.err") for v in VARIANTS}
+        procs = {}
+        for v, (o, e) in out.items():
+            with o.open("w") as fo, e.open("w") as fe:
+                procs[v] = subprocess.Popen(
+                    [sys.executable, "-m", "benchmarks.bench_scale_child", "--module", v,
+                     "--args", args], stdout=fo, stderr=fe, text=True, env=subprocess_env())
+        done = 0
+        while any(p.poll() is None for p in procs.values()):
+            time.sleep(0.5)
+            parts = out["stabledist"][1].read_text().count(PART)
+            for label in labels[done + 1:parts + 1]:
+                step(f"scale, a fresh process per library: {label}", weight=CHILD_WEIGHT)
+            done = max(done, parts)
+        runs = {}
+        for v, proc in procs.items():
+            if proc.returncode != 0:
+                raise RuntimeError(f"scale child ({v}) failed:\n"
+                                   f"{out[v][1].read_text()[-3000:]}")
+            runs[v] = json.loads(out[v][0].read_text().strip().splitlines()[-1])
+            progress(f"scale: {v} child done in {runs[v]['seconds']:.0f} s")
+    result.extra["children"] = runs
+    result.cases += child_result_cases(runs)
+
+
+def bench_scale(profile: Profile) -> BenchResult:
+    result = BenchResult(
+        name="scale",
+        title="Scale: a model with many sample sites, pytrees of many distributions, many "
+        "live instances",
+        unit="s",
+        variants={"numpyro": "numpyro.distributions", "stabledist": "stabledist"},
+        nocache="not applicable: the models build their distributions in the trace, and the "
+        "pytrees, memory and tables compare the two libraries",
+        extra={"mix": list(MIX)},
+    )
+    sites_cases(result, profile)
+    plate_cases(result, profile)
+    tree_cases(result, profile)
+    child_cases(result, profile)
+    return result
+
+
+def steps(profile: Profile) -> int:
+    return (len({*profile.scale_sites, *profile.scale_compile_sites})
+            + len(profile.scale_plate) + 2 * len(profile.scale_tree) + 4 * CHILD_WEIGHT)

@@ -1,0 +1,300 @@
+"""The ``scale`` benchmark's rows, targets and plot (its record is in `benchmarks.registry`).
+
+A module of its own because the registry is already long; no jax here.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from benchmarks.rows import Row, Verdict, make_row, single
+from benchmarks.timing import BenchResult, Case, t_975
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+FLATTEN_BOUND = 5.0
+"""flatten + unflatten of N distributions: at least this many times numpyro's speed."""
+MEMORY_BOUND = 1.1
+"""Memory per live instance: at most this many times numpyro's."""
+KEPT_SLACK = 16.0
+"""Bytes per dropped instance that may stay beyond numpyro's (allocator rounding)."""
+SHAPE_GROWTH = 0.1
+"""Table entries per new distinct shape at most (a memo with a cap, or keyed by ranks,
+adds none; one entry per shape is growth without bound)."""
+SLOPE_TOLERANCE = 0.03
+"""A slope difference whose 95% interval lies wholly below minus this is "steeper"."""
+
+STAGING = ("sites_trace", "sites_compile", "plate_compile")
+
+
+def _kind(res: BenchResult, *kinds: str) -> list[Case]:
+    return [c for c in res.cases if c.params.get("kind") in kinds]
+
+
+def _gc_note(case: Case) -> str:
+    """Mean and slowest repetition per variant, and the generation-2 collections that ran
+    in its repetitions: the collector is part of the measure."""
+    parts = []
+    for v in ("numpyro", "stabledist"):
+        values = case.samples.get(v) or []
+        if not values:
+            continue
+        unit = case.params.get("unit", "s")
+        scale, suffix = (1e-6, "ms") if unit.startswith("ns") else (1e3, "ms")
+        gc = case.extra.get("gc", {}).get(v, {})
+        parts.append(f"{v} mean {statistics.fmean(values) * scale:.3g} max "
+                     f"{max(values) * scale:.3g} {suffix}, gen-2 collections "
+                     f"{int(gc.get('gen2', 0))}")
+    return "; ".join(parts)
+
+
+def child_result_cases(runs: dict[str, dict[str, Any]]) -> list[Case]:
+    """The children's numbers as cases: one value per variant (counts and bytes; the memory
+    per instance has one value per tracemalloc repetition)."""
+    def each(path: Sequence[str]) -> dict[str, list[float]]:
+        out = {}
+        for v, run in runs.items():
+            value: Any = run
+            for key in path:
+                value = value[key]
+            out[v] = [float(x) for x in value] if isinstance(value, list) else [float(value)]
+        return out
+
+    mem = runs["stabledist"]["memory"]
+    cases = [
+        Case(f"memory per instance, {mem.get('traced_n', mem['n']):,} live (tracemalloc)",
+             {"kind": "mem_traced", "unit": "bytes"}, each(("memory", "traced_per"))),
+        Case(f"memory per instance, {mem['n']:,} live (RSS)",
+             {"kind": "mem_rss", "unit": "bytes"}, each(("memory", "rss_per"))),
+        Case("kept after the instances are dropped (tracemalloc)",
+             {"kind": "mem_kept", "unit": "bytes"}, each(("memory", "kept"))),
+        Case("gc-tracked objects per live instance", {"kind": "mem_objects", "unit": "objects"},
+             each(("memory", "objects_per"))),
+    ]
+    for key in runs["stabledist"]["cycles"]:
+        cases.append(Case(f"gen-2 collections: {key}", {"kind": "gc_gen2", "unit": "count"},
+                          each(("cycles", key, "gen2"))))
+    return cases
+
+
+def scale_rows(res: BenchResult) -> list[Row]:
+    """Staging and per-call rows (judged by the "no row slower" rule), the pytree rows
+    (their own target), memory, collections and the tables."""
+    rows = []
+    for c in _kind(res, *STAGING, "sites_call", "plate_call", "tree_trip", "tree_tree_map"):
+        own = c.params["kind"] == "tree_trip"
+        rows.append(single(res.name, c, c.params["unit"], note=_gc_note(c), judged=not own))
+    for c in _kind(res, "mem_traced", "mem_rss", "mem_kept", "mem_objects", "gc_gen2"):
+        rows.append(make_row(res.name, c.name, c.params["unit"], numpyro=c.median("numpyro"),
+                             stabledist=c.median("stabledist"),
+                             ratio=_ratio(c.median("numpyro"), c.median("stabledist")),
+                             speed=False))
+    tables = _tables(res)
+    if tables:
+        grow = tables["after_shapes"]["hoisting_entries"] - tables[
+            "after_half_shapes"]["hoisting_entries"]
+        rows.append(make_row(
+            res.name, f"hoisting entries after {tables['after_shapes']['shapes']} shapes",
+            "count", stabledist=tables["after_shapes"]["hoisting_entries"], speed=False,
+            note=f"+{grow} over the last {_new_shapes(tables)} new shapes"))
+    return rows
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def _tables(res: BenchResult) -> dict[str, Any] | None:
+    return res.extra.get("children", {}).get("stabledist", {}).get("tables")
+
+
+def _new_shapes(tables: dict[str, Any]) -> int:
+    return tables["after_shapes"]["shapes"] - tables["after_half_shapes"]["shapes"]
+
+
+def log_slope(points: Sequence[tuple[float, float]]) -> dict[str, float] | None:
+    """Least-squares slope of ``log y`` on ``log x`` with its 95% t-interval (None with fewer
+    than two distinct x, or no residual degree of freedom for an interval: lo = hi)."""
+    pts = [(math.log(x), math.log(y)) for x, y in points if x > 0 and y > 0]
+    xs = {x for x, _ in pts}
+    if len(xs) < 2:
+        return None
+    mx = statistics.fmean(x for x, _ in pts)
+    my = statistics.fmean(y for _, y in pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    df = len(pts) - 2
+    if df < 1:
+        return {"slope": slope, "lo": slope, "hi": slope}
+    resid = sum((y - my - slope * (x - mx)) ** 2 for x, y in pts)
+    half = t_975(df) * math.sqrt(resid / df / sxx)
+    return {"slope": slope, "lo": slope - half, "hi": slope + half}
+
+
+def _slopes(cases: Sequence[Case]) -> dict[str, Any] | None:
+    """Each library's log-log slope of its medians against N, and the slope of the paired
+    log ratio numpyro/stabledist against N over every repetition: below zero, stabledist
+    grows the steeper."""
+    if len({c.params["n"] for c in cases}) < 2:
+        return None
+    out: dict[str, Any] = {v: log_slope([(c.params["n"], c.median(v) or 0) for c in cases])
+                           for v in ("numpyro", "stabledist")}
+    out["ratio"] = log_slope([(c.params["n"], a / b) for c in cases
+                              for a, b in zip(c.samples["numpyro"], c.samples["stabledist"])])
+    return out
+
+
+def growth_target(res: BenchResult) -> Any:
+    """At every N no staging row slower (95% interval), and the growth no steeper: the
+    slope of the paired log ratio against log N not wholly below -`SLOPE_TOLERANCE`."""
+    cases = _kind(res, *STAGING)
+    rows = [single(res.name, c, "s") for c in cases]
+    if not rows:
+        return None
+    slow = [r["case"] for r in rows if r["verdict"] == "slower"]
+    worst = min(rows, key=lambda r: r["ratio_hi"] if r["ratio_hi"] is not None
+                else r["ratio"] or 9)
+    slopes = {k: _slopes([c for c in cases if c.params["kind"] == k]) for k in STAGING}
+    steep = [k for k, s in slopes.items() if s and s["ratio"]["hi"] < -SLOPE_TOLERANCE]
+    text = "; ".join(
+        f"{k}: slope numpyro {s['numpyro']['slope']:.2f}, stabledist "
+        f"{s['stabledist']['slope']:.2f}, ratio {s['ratio']['slope']:+.3f} "
+        f"[{s['ratio']['lo']:+.3f}, {s['ratio']['hi']:+.3f}]"
+        for k, s in slopes.items() if s)
+    value = (f"worst {worst['case']} {worst['ratio']:.2f}x"
+             + (f" [{worst['ratio_lo']:.2f}-{worst['ratio_hi']:.2f}]"
+                if worst["ratio_hi"] is not None else ""))
+    resolved = any(r["ratio_hi"] is not None for r in rows)
+    return Verdict(value, (not slow and not steep) if resolved else None,
+                   ("slower: " + ", ".join(slow) + "; " if slow else "")
+                   + ("steeper: " + ", ".join(steep) + "; " if steep else "") + text)
+
+
+def _mean_ratio(case: Case) -> float:
+    """numpyro's mean time over stabledist's: every repetition counts, the ones a full
+    collection slowed too (the collector is part of the measure)."""
+    a, b = case.samples.get("numpyro") or [0.0], case.samples.get("stabledist") or [0.0]
+    return statistics.fmean(a) / statistics.fmean(b) if statistics.fmean(b) else 0.0
+
+
+def flatten_target(res: BenchResult) -> Any:
+    """At least `FLATTEN_BOUND` times numpyro's speed at every N, by the ratio of the mean
+    times (collections included; the median ratio in the detail)."""
+    ratios = [(_mean_ratio(c), c) for c in _kind(res, "tree_trip")]
+    if not ratios:
+        return None
+    worst = min(ratios, key=lambda rc: rc[0])
+
+    def text(r: float, c: Case) -> str:
+        gen2 = c.extra.get("gc", {}).get("stabledist", {}).get("gen2", 0)
+        return (f"{c.name} {r:.1f}x (median {c.ratio_median('numpyro', 'stabledist'):.1f}x, "
+                f"stabledist's gen-2 collections {gen2})")
+
+    return Verdict(f"worst {worst[1].name} {worst[0]:.1f}x (mean times)",
+                   worst[0] >= FLATTEN_BOUND, ", ".join(text(r, c) for r, c in ratios))
+
+
+def memory_target(res: BenchResult) -> Any:
+    cases = _kind(res, "mem_traced", "mem_rss")
+    if not cases:
+        return None
+    found = [((c.median("stabledist") or 0) / (c.median("numpyro") or 1), c) for c in cases]
+    worst = max(found, key=lambda rc: rc[0])
+    return Verdict(f"worst {worst[1].name} {worst[0]:.2f}x numpyro's",
+                   worst[0] <= MEMORY_BOUND, "; ".join(
+                       f"{c.name}: stabledist {c.median('stabledist'):,.0f}, numpyro "
+                       f"{c.median('numpyro'):,.0f} bytes" for _, c in found))
+
+
+def release_target(res: BenchResult) -> Any:
+    kept = _kind(res, "mem_kept")
+    runs = res.extra.get("children", {})
+    if not kept or "stabledist" not in runs:
+        return None
+    sd, np_ = kept[0].median("stabledist") or 0.0, kept[0].median("numpyro") or 0.0
+    cache = runs["stabledist"]["memory"]["cache_after_drop"] + runs["stabledist"][
+        "cache_after_cycles"]
+    ok = sd <= np_ + KEPT_SLACK and not any(cache)
+    return Verdict(f"stabledist keeps {sd:.0f} bytes per dropped instance (numpyro {np_:.0f})"
+                   f"; cache entries after the drops {cache}", ok,
+                   "tracemalloc: what the process still holds after the instances are "
+                   "dropped and collected, per instance")
+
+
+def gc_target(res: BenchResult) -> Any:
+    runs = res.extra.get("children", {})
+    if set(runs) != {"numpyro", "stabledist"}:
+        return None
+    cycles = {k: (runs["numpyro"]["cycles"][k]["gen2"], v["gen2"])
+              for k, v in runs["stabledist"]["cycles"].items()}
+    more = [k for k, (a, b) in cycles.items() if b > a]
+    fresh = {v: runs[v]["fresh"] for v in runs}
+    return Verdict(", ".join(f"{k}: {b} vs {a}" for k, (a, b) in cycles.items()), not more,
+                   ("more: " + ", ".join(more) + "; " if more else "")
+                   + "right after the import (informative): stabledist "
+                   f"{fresh['stabledist']['gen2']}, numpyro {fresh['numpyro']['gen2']}")
+
+
+def tables_target(res: BenchResult) -> Any:
+    tables = _tables(res)
+    if not tables:
+        return None
+    inst = tables["after_instances"]
+    grow = tables["after_shapes"]["hoisting_entries"] - tables["after_half_shapes"][
+        "hoisting_entries"]
+    new = _new_shapes(tables)
+    ok = inst["owners"] == 0 and inst["values"] == 0 and grow <= SHAPE_GROWTH * new
+    return Verdict(f"after the instances: {inst['owners']} owners, {inst['values']} values; "
+                   f"hoisting +{grow} entries over {new} new shapes", ok,
+                   f"after {tables['after_classes']['classes']} classes' lazy values: "
+                   f"{tables['after_classes']}")
+
+
+def scale_plot(res: BenchResult) -> Figure | None:
+    """Log-log: staging time against the number of sites, and pytree time against the
+    number of distributions; median and interquartile range per variant."""
+    import matplotlib.pyplot as plt
+
+    from benchmarks.registry import COLORS
+
+    panels = ((STAGING, "sample sites", "seconds (median, IQR)",
+               "jitted log density: trace, trace + compile"),
+              (("tree_trip", "tree_tree_map"), "distributions in the pytree",
+               "seconds per call (median, IQR)", "pytree: flatten + unflatten, tree_map"))
+    if not _kind(res, *STAGING, "tree_trip"):
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+    styles = ["-", "--", ":", "-."]
+    for ax, (kinds, xlabel, ylabel, title) in zip(axes, panels):
+        series: dict[str, list[Case]] = {}
+        for c in _kind(res, *kinds):
+            key = c.name.split(":")[-1].strip() + (", read" if c.params.get("read") else "")
+            series.setdefault(f"{c.name.split()[0]} {key}", []).append(c)
+        for i, (label, cases) in enumerate(series.items()):
+            _line(ax, cases, label, styles[i % len(styles)], COLORS)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("Scale: time against size (stabledist blue, numpyro red)", fontsize=10)
+    return fig
+
+
+def _line(ax: Any, cases: list[Case], label: str, style: str, colors: dict[str, str]) -> None:
+    cases = sorted(cases, key=lambda c: c.params["n"])
+    xs = [c.params["n"] for c in cases]
+    factor = 1e-9 if cases[0].params.get("unit", "s").startswith("ns") else 1.0
+    for v in ("numpyro", "stabledist"):
+        values = [sorted(c.samples[v]) for c in cases]
+        med = [statistics.median(s) * factor for s in values]
+        lo = [m - s[len(s) // 4] * factor for m, s in zip(med, values)]
+        hi = [s[-1 - len(s) // 4] * factor - m for m, s in zip(med, values)]
+        ax.errorbar(xs, med, yerr=[lo, hi], color=colors[v], ls=style, marker="o", ms=3,
+                    capsize=2, label=f"{label} ({v})")

@@ -1,0 +1,175 @@
+"""The base class of every stable distribution, `Distribution`, and its metaclass.
+
+``stabledist.Distribution`` is the mirror of numpyro's ``Distribution`` (the root of every
+mirror, `stabledist._src.mirrors`). Every class below it is registered by stabledist, in place
+of numpyro's registration (an MRO-walking, set-ordered pytree registration), when it is created
+(`stabledist._src.registration`); every construction gets its arguments settled and the new
+instance finished (`StableMeta`). Its methods are numpyro's, except those that return new
+distributions (stable ones), the pytree methods (from the class's record), field assignment
+(which drops the lazy values computed from the old field), and those that must see the values
+the constructor was given though they live in the cache (`get_args`, copies and pickles).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any, cast
+
+from numpyro.distributions.distribution import COERCIONS, DistributionMeta, MaskedDistribution
+from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
+
+from stabledist._src import jax_private, pickling
+from stabledist._src.batching import restored, settled_arguments
+from stabledist._src.cache import CACHE
+from stabledist._src.describe import FORK_BASE
+from stabledist._src.export import missing_name, register_numpyro_nodes
+from stabledist._src.lazy import is_lazy
+from stabledist._src.mirrors import (
+    finish_construction,
+    stabilize,
+    stabilize_children,
+    stable_class,
+)
+from stabledist._src.pytree import pytree_of
+from stabledist._src.records import is_stable_class, record_of
+from stabledist._src.registration import register
+from stabledist._src.slicing import getitem
+
+__all__ = ["Distribution", "StableMeta", "is_stable"]
+
+
+class StableMeta(DistributionMeta):
+    """Constructors get their arguments settled (`stabledist._src.batching`) and the new
+    instance finished (`stabledist._src.mirrors`); while its ``__init__`` runs, the cache knows
+    the instance is under construction (what its constructor gives a lazy property stays when
+    the constructor then assigns its fields; after construction an assignment drops it)."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - a metaclass
+        args, kwargs = settled_arguments(args, kwargs)
+        for coerce in COERCIONS:  # numpyro's DistributionMeta.__call__, then type.__call__
+            result = coerce(cls, args, kwargs)
+            if result is not None:
+                return result
+        instance = cast(Any, cls).__new__(cls, *args, **kwargs)
+        if not isinstance(instance, cls):
+            return instance
+        with CACHE.constructing(instance):
+            instance.__init__(*args, **kwargs)
+        if is_stable_class(type(instance)):
+            # what is derived now, the constructor's own tree maps derived: numpyro's shape
+            stabilize_children(instance, restored)
+            finish_construction(instance)
+        return instance
+
+
+class _RegisteredByStabledist(_NumpyroDistribution):
+    """Every class below is registered by stabledist when it is created, in place of
+    numpyro's own registration."""
+
+    _stabledist_fork_base = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # ``source``: the class a mirror mirrors (`stable_class` passes it); else ``cls``
+        source = kwargs.pop("source", None)
+        object.__init_subclass__(**kwargs)
+        register(cls, source if source is not None else cls)
+
+
+assert FORK_BASE == "_stabledist_fork_base"
+_owners, _holders = CACHE.owners, CACHE.holders
+
+
+class Distribution(_RegisteredByStabledist, _NumpyroDistribution, metaclass=StableMeta,
+                   source=_NumpyroDistribution):
+    """Base of every stable distribution; subclass it as you would numpyro's ``Distribution``.
+
+    Overrides what returns new distributions (so that they are stable too), the pytree
+    methods (ordered, from the class's field table), and what must see values the constructor
+    was given even though they live in the cache (`get_args`, copies and pickles).
+    """
+
+    _stabledist_fork_base = True
+
+    def expand(self, batch_shape: Sequence[int]) -> _NumpyroDistribution:
+        return stabilize(super().expand(batch_shape))
+
+    def expand_by(self, sample_shape: Sequence[int]) -> _NumpyroDistribution:
+        return stabilize(super().expand_by(sample_shape))
+
+    def to_event(self, reinterpreted_batch_ndims: int | None = None) -> _NumpyroDistribution:
+        return stabilize(super().to_event(reinterpreted_batch_ndims))
+
+    def mask(self, mask: Any) -> MaskedDistribution:
+        return stabilize(super().mask(mask))
+
+    def __getitem__(self, index: Any) -> Distribution:
+        """The distribution of the batch elements ``index`` selects (NumPy's indexing of the
+        batch dimensions; event dimensions untouched): `stabledist._src.slicing`."""
+        return getitem(self, index)
+
+    __iter__ = None  # indexable, not iterable: ``for x in d`` would loop until IndexError
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """numpyro's assignment; after construction, assigning a field drops the lazy values
+        that depend on it (this instance's and its holders', `stabledist._src.cache`), so
+        none is served for leaves it was not computed from (numpyro's would be stale)."""
+        object.__setattr__(self, name, value)
+        key = id(self)
+        if (key in _owners or key in _holders) and name in record_of(type(self)).fields:
+            CACHE.changed(self)
+
+    for _name in ("expand", "expand_by", "to_event", "mask"):  # numpyro's annotations
+        functools.update_wrapper(locals()[_name], getattr(_NumpyroDistribution, _name),
+                                 assigned=("__annotations__",), updated=())
+    del _name
+
+    def get_args(self) -> dict[str, Any]:
+        """numpyro's ``get_args``: the parameters given or stored at construction, never
+        the lazy values read since (numpyro's answer grows with every read)."""
+        given = CACHE.given(self)
+        cls = type(self)
+        return {param: getattr(self, param) for param in self.arg_constraints
+                if param in self.__dict__ or param in given
+                or not is_lazy(getattr(cls, param))}
+
+    def __getstate__(self) -> Any:
+        """Copies and pickles carry the values the constructor was given (as numpyro's
+        ``__dict__`` does), not the lazy values read since (`stabledist._src.pickling`)."""
+        return pickling.state_of(self)
+
+    def __setstate__(self, state: Any) -> None:
+        pickling.restore_state(self, state)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return pickling.reduce(self, protocol)
+
+    def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """``(leaves, aux)`` by the class's field table, in declaration order."""
+        return pytree_of(type(self)).flatten(self)
+
+    @classmethod
+    def tree_unflatten(cls, aux_data: tuple[Any, ...], params: tuple[Any, ...]) -> Any:
+        """Rebuild from `tree_flatten` output; malformed input raises a clear error."""
+        return pytree_of(cls).checked_unflatten(aux_data, params)
+
+    @classmethod
+    def gather_pytree_data_fields(cls) -> tuple[str, ...]:
+        """numpyro's data fields of the class, in declaration order (numpyro's is a set)."""
+        return record_of(cls).table.data
+
+    @classmethod
+    def gather_pytree_aux_fields(cls) -> tuple[str, ...]:
+        """The aux fields of the class, in a fixed order."""
+        table = record_of(cls).table
+        return table.aux + tuple(table.hybrid)
+
+
+def is_stable(d: object) -> bool:
+    """Whether ``d`` is a stable distribution (instance) or class."""
+    return isinstance(d, Distribution) or (isinstance(d, type) and issubclass(d, Distribution))
+
+
+register_numpyro_nodes()  # numpyro's constraints and transforms, nodes inside distributions
+# bytes naming a mirror not made yet in this process: made then (mirrors are made on first use)
+jax_private.on_missing_export_name(functools.partial(missing_name, stable_class=stable_class))
