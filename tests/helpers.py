@@ -12,7 +12,10 @@ import subprocess
 import sys
 import textwrap
 
+import jax
+import jax.numpy as jnp
 import numpyro.distributions as nd
+from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
 from stabledist.testing import catalog
@@ -45,8 +48,56 @@ def worker_group(nodeid: str) -> str:
     return class_group(nodeid) or nodeid.split("::")[0]
 
 
-__all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "class_group", "nd", "sd",
-           "worker_group"]
+__all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "UserDist", "class_group",
+           "compiled_read", "nd", "sd", "worker_group"]
+
+
+@jax.jit
+def _log_prob(d, x):
+    return d.log_prob(x)
+
+
+_READS = {"log_prob": _log_prob, "mean": jax.jit(lambda d: d.mean),
+          "variance": jax.jit(lambda d: d.variance)}
+
+
+def compiled_read(what: str, d, *args):
+    """``d.log_prob(x)``, ``d.mean`` or ``d.variance`` of a batched or sliced distribution, in one
+    compiled program: read eagerly, every operation compiles once more for each new batch shape
+    (~60 programs for a Wishart's log_prob and sampler), which was most of test_batched's and
+    test_slicing's time. One function object per read, so equal structures share the trace.
+    Eager reads of slices are checked by test_slicing.py::test_an_element_is_what_vmap_sees."""
+    return _READS[what](d, *args)
+
+
+@sd.make_stable
+class UserDist(nd.Distribution):
+    """A user's own class made stable by `stabledist.make_stable`: a lazy property, and a child
+    distribution its constructor builds. Here, at module level, so that the property suite's
+    hash-seed workers (other processes) can rebuild it by name."""
+
+    arg_constraints = {"rate": nd.constraints.positive}  # noqa: RUF012 - numpyro's convention
+    pytree_data_fields = ("rate", "inner")
+    support = nd.constraints.positive
+
+    def __init__(self, rate, *, validate_args=None):
+        self.rate = rate
+        self.inner = nd.Exponential(rate, validate_args=validate_args)
+        super().__init__(jnp.shape(rate), validate_args=validate_args)
+
+    @lazy_property
+    def scale(self):
+        return 1.0 / self.rate
+
+    @lazy_property
+    def precision(self):  # a lazy value computed from another
+        return self.scale**-2
+
+    def sample(self, key, sample_shape=()):
+        return self.inner.sample(key, sample_shape)
+
+    def log_prob(self, value):
+        return self.inner.log_prob(value)
 
 
 def run_fresh(script: str) -> str:

@@ -17,7 +17,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import numpyro
 import numpyro.distributions as nd
 import pytest
 from helpers import BUILDERS
@@ -157,90 +156,6 @@ def test_tree_map_update_recomputes_from_leaves(cls, how):
     ours = jax.tree_util.tree_map(step, ALTERNATIVES[cls][how](sd))
     theirs = jax.tree_util.tree_map(step, ALTERNATIVES[cls][how](nd))
     assert_same_values(lazy_values(ours), lazy_values(theirs))
-
-
-def kalman_step(m: Any, carry: Any, y: jax.Array) -> tuple[Any, jax.Array]:
-    """One predict/update step of a 3-d random-walk Kalman filter: the carry starts as
-    ``MVN(covariance_matrix=P0)`` and comes back as ``MVN(scale_tril=...)``."""
-    q = 0.1 * jnp.eye(3)
-    pred_cov = carry.covariance_matrix + q
-    gain = pred_cov @ jnp.linalg.inv(pred_cov + jnp.eye(3))
-    loc = carry.loc + gain @ (y - carry.loc)
-    cov = (jnp.eye(3) - gain) @ pred_cov
-    cov = (cov + cov.T) / 2
-    log_lik = m.MultivariateNormal(carry.loc, pred_cov + jnp.eye(3)).log_prob(y)
-    return m.MultivariateNormal(loc, scale_tril=jnp.linalg.cholesky(cov)), log_lik
-
-
-def test_kalman_scan_carry_across_parametrizations():
-    ys = jax.random.normal(jax.random.PRNGKey(0), (5, 3))
-    out = {}
-    for m in (nd, sd):
-        init = m.MultivariateNormal(LOC, covariance_matrix=COV)
-        final, log_liks = jax.lax.scan(lambda c, y, m=m: kalman_step(m, c, y), init, ys)
-        out[m] = (final.loc, final.scale_tril, log_liks)
-    for a, b in zip(out[nd], out[sd], strict=True):
-        np.testing.assert_array_equal(a, b)
-
-
-def test_cond_and_while_across_parametrizations():
-    def pick(m: Any, flag: jax.Array) -> Any:
-        return jax.lax.cond(
-            flag,
-            lambda: m.MultivariateNormal(LOC, covariance_matrix=COV),
-            lambda: m.MultivariateNormal(LOC, precision_matrix=COV),
-        )
-
-    def loop(m: Any) -> Any:
-        def body(state):
-            i, d = state
-            return i + 1, m.MultivariateNormal(d.loc + 1.0, scale_tril=d.scale_tril)
-
-        init = (0, m.MultivariateNormal(LOC, covariance_matrix=COV))
-        return jax.lax.while_loop(lambda s: s[0] < 3, body, init)[1]
-
-    for flag in (True, False):
-        ours, theirs = jax.jit(pick, static_argnums=0)(sd, flag), pick(nd, jnp.asarray(flag))
-        assert_same_values(lazy_values(ours), lazy_values(theirs))
-    assert_same_values(lazy_values(loop(sd)), lazy_values(loop(nd)))
-
-
-def test_stack_guide_posterior_with_user_built_mvn():
-    """``tree_map(jnp.stack)`` over a guide's posterior and a user-built MVN (numpyro's
-    autoguide builds ``scale_tril=``, the user ``covariance_matrix=``)."""
-    from numpyro.infer import SVI, Trace_ELBO
-    from numpyro.infer.autoguide import AutoMultivariateNormal
-
-    def model():
-        numpyro.sample("x", sd.Normal(jnp.zeros(3), 1.0).to_event(1))
-
-    guide = AutoMultivariateNormal(model)
-    svi = SVI(model, guide, numpyro.optim.Adam(0.1), Trace_ELBO())
-    params = svi.get_params(svi.init(jax.random.PRNGKey(0)))
-    with sd.stable_internals():
-        posterior = guide.get_posterior(params)
-    user = sd.MultivariateNormal(LOC, covariance_matrix=COV)
-    stacked = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), posterior, user)
-    assert stacked.batch_shape == (2,) and stacked.loc.shape == (2, 3)  # numpyro's: ()
-    np.testing.assert_array_equal(stacked.covariance_matrix[1], user.scale_tril @ user.scale_tril.T)
-
-
-def test_vmap_over_alternative_parametrization():
-    """numpyro's ``batch_util.vmap_over`` axes for an MVN given ``covariance_matrix=``."""
-    from numpyro.distributions.batch_util import vmap_over
-
-    out = {}
-    for m in (nd, sd):
-        def make(loc, m=m):
-            return m.MultivariateNormal(loc, covariance_matrix=COV[:2, :2])
-
-        d = make(jnp.zeros(2))
-        axes = vmap_over(d, loc=0)
-        batched = jax.vmap(make, out_axes=axes)(jnp.ones((4, 2)))
-        out[m] = batched
-        assert batched.covariance_matrix.shape == (2, 2)
-        assert batched.loc.shape == (4, 2)
-    assert shapes(out[sd]) == shapes(out[nd])
 
 
 @pytest.mark.parametrize(("name", "builder"), BUILDERS, ids=[i for i, _ in BUILDERS])

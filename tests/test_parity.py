@@ -207,17 +207,6 @@ def test_assigning_a_nested_field_drops_the_holders_values(built: str) -> None:
     assert theirs.log_prob(0.5) != want
 
 
-def test_constructor_assignments_keep_the_given_parametrization() -> None:
-    """numpyro's constructor assigns scale_tril after the covariance it was given: that is
-    not a change, the given matrix is read back exactly."""
-    cov = jnp.array([[2.0, 0.3], [0.3, 1.0]])
-    d = sd.MultivariateNormal(jnp.zeros(2), covariance_matrix=cov)
-    assert d.covariance_matrix is nd.MultivariateNormal(jnp.zeros(2),
-                                                        covariance_matrix=cov).covariance_matrix \
-        or np.array_equal(d.covariance_matrix, cov)
-    assert "covariance_matrix" in d.get_args()
-
-
 # --- mixing with numpyro's internals ---------------------------------------------------------
 
 

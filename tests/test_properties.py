@@ -9,12 +9,19 @@ from the catalog for the classes listed in `stabledist.testing._hints.CATALOG_ON
 drawn distribution (class and parameters), the access plan where there is one, and what
 differed, after shrinking.
 
+The properties that read a class's own values (access plans, round trips, control flow, jit,
+vmap, pmap, shard_map, closures, hoisting, parametrizations, tree_map, numpyro's numbers) run
+on every class. Those that check the core's own machinery, the same code whatever the class
+(hash-seed leaf order, release, threads), run on `INDEPENDENT_OF_CLASS`: one class of each
+shape that machinery walks.
+
 Profiles (``tests/conftest.py``): ``ci`` (default) keeps few derandomized examples per class
-and a small set of shapes, so compiled functions are reused, and casts to float64 a
-representative set of classes; ``thorough`` (``STABLEDIST_HYPOTHESIS_PROFILE=thorough``) draws
-many more random examples, float64 everywhere, wider batch shapes (up to 2-d), event sizes 1-4,
-non-scalar sample shapes, and reads ``log_prob`` inside every transformation. Both run 10 000
-release cycles per class.
+and a small set of shapes, so compiled functions are reused; float64 is checked by ``make
+test-x64`` (the same properties under ``JAX_ENABLE_X64=1``, a representative set of classes
+cast to float64) and here by `X64_SWITCH_CLASSES` under a scoped ``jax.enable_x64``;
+``thorough`` (``STABLEDIST_HYPOTHESIS_PROFILE=thorough``) draws many more random examples,
+float64 everywhere, wider batch shapes (up to 2-d), event sizes 1-4, non-scalar sample shapes,
+and reads ``log_prob`` inside every transformation.
 
 Counted, not assumed: each check records the class it ran on (``COVERAGE``); a property test
 that never completed its check on its class fails, and the session summary prints the
@@ -31,7 +38,7 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from helpers import CLASS_NAMES, nd
+from helpers import CLASS_NAMES, FACTORY_NAMES, UserDist, nd
 from hypothesis import assume, given, seed, settings
 from hypothesis import strategies as st
 
@@ -109,8 +116,10 @@ F32_OR_F64 = st.sampled_from([np.float32, np.float64])
 # sample shapes other than () only in the thorough profile (jit draws float64 in both)
 EAGER_DTYPES = F32_OR_F64 if THOROUGH else F32
 # float64 in ci: every float64 path costs a second set of compiles (eager and jitted) per
-# class, so ci casts one class per kind of parameter handling (scalar, special-function,
-# discrete, matrix, Cholesky, nested, wrapper, hybrid-field, extra-field); thorough: all.
+# class, so `make test-x64` (JAX_ENABLE_X64=1 for the whole process) casts one class per kind
+# of parameter handling (scalar, special-function, discrete, matrix, Cholesky, nested, wrapper,
+# hybrid-field, extra-field); thorough: all, in every run.
+X64_PROCESS = bool(jax.config.read("jax_enable_x64"))
 FLOAT64_CLASSES = frozenset({
     "Normal", "Beta", "Gamma", "BinomialProbs", "CategoricalLogits", "MultivariateNormal",
     "LowRankMultivariateNormal", "Wishart", "LKJCholesky", "TwoSidedTruncatedDistribution",
@@ -118,6 +127,13 @@ FLOAT64_CLASSES = frozenset({
     "GaussianStateSpace", "TransformedDistribution",
 })
 assert FLOAT64_CLASSES <= set(CLASS_NAMES), sorted(FLOAT64_CLASSES - set(CLASS_NAMES))
+X64_SWITCH_CLASSES = frozenset({"Normal", "MultivariateNormal", "TwoSidedTruncatedDistribution"})
+"""Cast to float64 under a scoped ``jax.enable_x64`` in a process that runs without x64 (``make
+test``). What the switch itself can break is class-independent (a compiled probe, a cached
+program or an aux table reused across the switch): a scalar class, a matrix class and a holder
+of a child cover it. How each kind of class handles
+float64 parameters is checked by ``make test-x64`` (`FLOAT64_CLASSES`, under x64 for the whole
+process)."""
 SAMPLE_SHAPES = st.sampled_from([(), (2,), (3, 1)]) if THOROUGH else st.just(())
 
 
@@ -164,7 +180,13 @@ def eager_examples(ci: int, thorough: int) -> Callable[[Any], Any]:
 
 EAGER_SEED = 20261123
 
-RELEASE_CYCLES = 10_000  # create/access/drop cycles per class and example
+RELEASE_CYCLES = 200
+"""Create/access/drop cycles per example. Each cycle's instance is dropped before the next one is
+built, so CPython gives the next one the same memory and ``id`` from the first cycles on
+(measured: 297-299 reuses in 300 cycles for every class of `INDEPENDENT_OF_CLASS`): a value
+served to a new instance under a dead one's ``id`` fails at once, one entry left behind fails
+the exact count at the end, and 200 cycles watch three instances (every 97th) for being kept
+alive. More cycles repeat the same paths (10 000 did, per class)."""
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -188,9 +210,14 @@ def counted(request: pytest.FixtureRequest) -> object:
     events = COVERAGE.since(mark)
     request.node.user_properties.append((COVERAGE_KEY, events))
     prop = request.node.originalname.removeprefix("test_")
-    name = getattr(request.node, "callspec", None) and request.node.callspec.params.get("name")
-    if prop in testing.PROPERTIES and name and not _failed(request.node):
-        assert (prop, name) in events, f"{prop} ran no example to completion on {name}"
+    params = request.node.callspec.params if hasattr(request.node, "callspec") else {}
+    if prop not in testing.PROPERTIES or _failed(request.node):
+        return
+    if "name" in params:
+        assert (prop, params["name"]) in events, f"{prop} ran no example to completion on " \
+                                                 f"{params['name']}"
+    if "kind" in params:  # a factory's class is the one it chose
+        assert any(p == prop for p, _ in events), f"{prop} ran no example on {params['kind']}"
 
 
 def _failed(item: pytest.Item) -> bool:
@@ -238,9 +265,10 @@ def test_control_flow(name: str, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_jit(name: str, data: st.DataObject) -> None:
     """Also under jax_enable_x64 with float64 parameters: drawn float64 specs, and the catalog
-    example cast to float64 (every class in thorough, FLOAT64_CLASSES in ci)."""
+    example cast to float64 (every class in thorough; in ci FLOAT64_CLASSES under ``make
+    test-x64``, X64_SWITCH_CLASSES under a scoped switch otherwise)."""
     spec = data.draw(spec_of(name, F32_OR_F64), label="distribution")
-    cast = THOROUGH or name in FLOAT64_CLASSES
+    cast = THOROUGH or name in (FLOAT64_CLASSES if X64_PROCESS else X64_SWITCH_CLASSES)
     for x64 in sorted({spec.x64, cast}):
         variant = dataclasses.replace(spec, x64=x64) if spec.catalog_id else spec
         if variant.x64 != x64:
@@ -298,30 +326,78 @@ def test_upstream(name: str, data: st.DataObject) -> None:
         testing.check_upstream(d, upstream, KEY)
 
 
-@pytest.mark.parametrize("name", TESTED_CLASSES)
-@examples(ci=1, thorough=20)
-@given(data=st.data())
-def test_hash_seed(name: str, data: st.DataObject) -> None:
-    spec = data.draw(spec_of(name), label="distribution")
+# ---------------------------------------------------------------------------------------------
+# Properties of the core's machinery, the same code for every class: on a covering set.
+# ---------------------------------------------------------------------------------------------
+
+INDEPENDENT_OF_CLASS: dict[str, str] = {
+    "Normal": "a plain class: array fields only",
+    "MaskedDistribution": "a hybrid field (the mask: a static bool or an array leaf) and a child",
+    "MixtureGeneral": "a holder of children: a list of components and a mixing distribution",
+    "Categorical": "a factory: the keyword decides the class (CategoricalLogits, ...Probs)",
+    "UserDist": "a user's class through make_stable: a lazy value computed from another, a "
+                "child built by its constructor (tests/helpers.py, importable by the workers)",
+    "TwoSidedTruncatedDistribution": "truncated: a base, constraints holding array bounds, "
+                                     "lazy normalizers computed from each other",
+    "IntervalCensoredDistribution": "censored: a base and two arrays of censoring flags",
+}
+"""The classes `test_hash_seed`, `test_release` and `test_threads` run on, one per kind of
+instance the core's code walks. Why these properties do not depend on the class: the leaf
+order is one function of a class's declared fields (stabledist._src.spec, computed at import in
+every process); the release is the cache's weak-key bookkeeping of an instance and of the
+children it holds; one value per lazy property for racing threads is the cache's store. Each
+class differs only in the shape of what that code walks (fields, hybrid fields, one child,
+a list of them, a factory's choice, a user's class, constraints holding arrays), and this set
+has one class of each. Every catalog example's layout is also compared across hash seeds by
+tests/test_pytree.py::test_leaf_order_identical_across_processes (a class's declared fields
+are data, so a class could still list them in a set)."""
+
+
+def independent_spec(kind: str) -> Any:
+    """The drawn specs of one `INDEPENDENT_OF_CLASS` entry: a factory from the catalog (its
+    arguments are not one class's), the user's class drawn from its ``arg_constraints``."""
+    if kind == "UserDist":
+        return specs(UserDist, batch_shapes=BATCH_SHAPES, event_sizes=EVENT_SIZES)
+    if kind in FACTORY_NAMES:
+        return _strategies.catalog_specs(kind)
+    return spec_of(kind)
+
+
+def independent_of_class(test: Any) -> Any:
+    """Parametrize ``test`` over `INDEPENDENT_OF_CLASS` (``kind``), two examples each in ci."""
+    return pytest.mark.parametrize("kind", list(INDEPENDENT_OF_CLASS))(
+        examples(ci=2, thorough=20)(given(data=st.data())(test)))
+
+
+@independent_of_class
+def test_hash_seed(kind: str, data: st.DataObject) -> None:
+    spec = data.draw(independent_spec(kind), label="distribution")
     testing.check_hash_seed(pair(spec)[0], spec)
 
 
-@pytest.mark.parametrize("name", TESTED_CLASSES)
-@examples(ci=1, thorough=3)
-@given(data=st.data())
-def test_release(name: str, data: st.DataObject) -> None:
-    spec = data.draw(spec_of(name), label="distribution")
+@independent_of_class
+def test_release(kind: str, data: st.DataObject) -> None:
+    spec = data.draw(independent_spec(kind), label="distribution")
     pair(spec)
     testing.check_release(spec.build, RELEASE_CYCLES)
 
 
-@pytest.mark.parametrize("name", TESTED_CLASSES)
-@examples(ci=1, thorough=20)
-@given(data=st.data())
-def test_threads(name: str, data: st.DataObject) -> None:
-    spec = data.draw(spec_of(name), label="distribution")
+@independent_of_class
+def test_threads(kind: str, data: st.DataObject) -> None:
+    spec = data.draw(independent_spec(kind), label="distribution")
     pair(spec)
     testing.check_threads(spec.build, n_threads=4, upstream=lambda: spec.build(nd))
+
+
+def test_independent_of_class_covers_its_kinds() -> None:
+    """The covering set has what its entries say: a hybrid field (a leaf or static), a list
+    of children, a factory, a user's stable class."""
+    assert set(INDEPENDENT_OF_CLASS) - {"UserDist"} <= set(CLASS_NAMES) | set(FACTORY_NAMES)
+    base = sd.Normal(np.zeros(2, np.float32), 1.0)
+    assert [len(jax.tree_util.tree_leaves(sd.MaskedDistribution(base, mask)))
+            for mask in (np.array([True, False]), False)] == [3, 2]
+    assert isinstance(catalog.example("MixtureGeneral", sd).component_distributions, list)
+    assert "Categorical" in FACTORY_NAMES and sd.is_stable(UserDist(1.0))
 
 
 @pytest.mark.parametrize("name", TESTED_CLASSES)

@@ -1,5 +1,6 @@
 """The user-reported scenarios in ../shared/scenarios/ pass with stabledist, with
-JAX_CHECK_TRACER_LEAKS=1, each in its own process."""
+JAX_CHECK_TRACER_LEAKS=1, each in its own process (so in `make test-integration`, with the
+other tests that start fresh processes)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+# fresh processes: `make test-integration` (CI), as every test that starts one
+pytestmark = pytest.mark.integration
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "shared" / "scenarios"
 NAMES = sorted(p.name for p in SCENARIOS.glob("s[0-9]*.py"))

@@ -677,12 +677,18 @@ def vmap_over_workload(dist: ModuleType) -> tuple:
                        out_axes=axes)(LOCS, COVS)
     inner = jax.vmap(lambda d: d.covariance_matrix, in_axes=(axes,))(batched)
     log_probs = jax.vmap(lambda d, x: d.log_prob(x), in_axes=(axes, 0))(batched, LOCS[::-1])
-    return batched, (batched.covariance_matrix, inner, log_probs)
+    # only loc mapped: the covariance the constructor was given is not a leaf, and is
+    # recomputed from the unmapped scale_tril
+    loc_only = jax.vmap(lambda loc: dist.MultivariateNormal(loc, covariance_matrix=COVS[0]),
+                        out_axes=vmap_over(template, loc=0))(LOCS)
+    return batched, (batched.covariance_matrix, inner, log_probs, loc_only.loc,
+                     loc_only.covariance_matrix)
 
 
 def test_vmap_over_mvn_covariance() -> None:
     (expected_d, expected), (actual_d, actual) = both(vmap_over_workload)
     assert actual[0].shape == (3, 2, 2) and actual[1].shape == (3, 2, 2)
+    assert actual[3].shape == (3, 2) and actual[4].shape == (2, 2)
     assert_same_layout(expected_d, actual_d)
     assert_bitwise(expected, actual)
 

@@ -17,7 +17,10 @@ Values for ``log_prob`` are passed as users write them (Python numbers, NumPy ar
 over by the traced function, and as traced arguments.
 
 Traced functions are compiled with `xla_backend_optimization_level=0` (`COMPILER_OPTIONS`): these
-properties are about structure and tracing, and unoptimised compiles are 2-3x faster.
+properties are about structure and tracing, and unoptimised compiles are 2-3x faster. The ``jit``,
+``vmap`` and ``pmap`` programs take and return distributions as their leaves in field-name
+order (`_same_program`), so a stable instance's program and its numpyro twin's are one program:
+with JAX's persistent compilation cache set up, the second is read from it, not compiled again.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpyro.distributions as nd
 from jax.core import Tracer
 from jax.sharding import PartitionSpec
+from jax.tree_util import FlattenedIndexKey, GetAttrKey, SequenceKey
 
 from stabledist._src.cache import CACHE
 from stabledist._src.hoisting import hoisting_mode
@@ -88,6 +93,112 @@ precision_matrix / scale_tril, the Wisharts' scale_matrix / rate_matrix / scale_
 CirculantNormal covariance_row / covariance_rfft, GaussianCopula correlation_matrix /
 correlation_cholesky). The factories (Categorical(probs= | logits=), ...) build different
 classes per keyword, so they have no common tree structure to check."""
+
+
+# ---------------------------------------------------------------------------------------------
+# One program for a stable instance and its numpyro twin.
+# ---------------------------------------------------------------------------------------------
+
+
+def _leaf_names(d: Any) -> list[str]:
+    """A name for each leaf of ``d`` (``.base_dist.loc``), the same for a stable instance and its
+    numpyro twin: numpyro's own classes flatten without key paths, in the order of a set, so
+    their leaves are named by the field at each index (a nested pytree that is not a
+    distribution, such as a transform, keeps JAX's path below it)."""
+    names = []
+    for path, _ in jax.tree_util.tree_flatten_with_path(d)[0]:
+        obj, parts = d, []
+        for i, k in enumerate(path):
+            if isinstance(obj, nd.Distribution) and isinstance(k, GetAttrKey | FlattenedIndexKey):
+                fields = type(obj).gather_pytree_data_fields()
+                name = k.name if isinstance(k, GetAttrKey) else (
+                    fields[k.key] if k.key < len(fields) else f"#{k.key}")
+                parts.append(f".{name}")
+                obj = vars(obj).get(name)
+            elif isinstance(obj, list | tuple) and isinstance(k, SequenceKey):
+                parts.append(f"[{k.idx}]")
+                obj = obj[k.idx]
+            else:
+                parts.append(jax.tree_util.keystr(path[i:]))
+                break
+        names.append("".join(parts))
+    return names
+
+
+def _field_order(d: Any) -> tuple[int, ...]:
+    """Flattened positions of ``d``'s leaves sorted by name (flatten order if names repeat)."""
+    names = _leaf_names(d)
+    if len(set(names)) < len(names):
+        return tuple(range(len(names)))
+    return tuple(sorted(range(len(names)), key=names.__getitem__))
+
+
+class _Fields(tuple):
+    """A distribution's leaves in field-name order, as a program's argument or result."""
+
+
+jax.tree_util.register_pytree_node(_Fields, lambda f: (tuple(f), None),
+                                   lambda _, children: _Fields(children))
+
+
+def _is_distribution(x: Any) -> bool:
+    return isinstance(x, nd.Distribution)
+
+
+def _pack(tree: Any, record: list[tuple[Any, tuple[int, ...]]]) -> Any:
+    """``tree`` with each distribution replaced by its `_Fields`; ``record`` gets each one's
+    tree structure and field order, in tree order."""
+
+    def one(x: Any) -> Any:
+        if not _is_distribution(x):
+            return x
+        leaves, treedef = jax.tree_util.tree_flatten(x)
+        order = _field_order(x)
+        record.append((treedef, order))
+        return _Fields(leaves[i] for i in order)
+
+    return jax.tree_util.tree_map(one, tree, is_leaf=_is_distribution)
+
+
+def _unpack(tree: Any, record: list[tuple[Any, tuple[int, ...]]]) -> Any:
+    """The inverse of `_pack`, with its ``record``."""
+    pending = iter(record)
+
+    def one(x: Any) -> Any:
+        if not isinstance(x, _Fields):
+            return x
+        treedef, order = next(pending)
+        leaves: list[Any] = [None] * len(order)
+        for position, i in enumerate(order):
+            leaves[i] = x[position]
+        return jax.tree_util.tree_unflatten(treedef, leaves)
+
+    return jax.tree_util.tree_map(one, tree, is_leaf=lambda x: isinstance(x, _Fields))
+
+
+def _same_program(transform: Callable[[Callable[..., Any]], Any], body: Callable[..., Any],
+                  *args: Any) -> Any:
+    """``transform(body)(*args)``, every distribution among the arguments and in the result
+    passed as its leaves in field-name order: a stable instance's program is numpyro's up to
+    the order of its inputs (``tests/test_parity.py``), so the two are one program, compiled
+    once where JAX's persistent compilation cache is set up. An instance crosses the boundary
+    as it does through ``transform`` itself: flattened outside, unflattened inside from the
+    traced leaves, and the result's the other way round. ``transform`` is ``jax.jit`` or
+    ``jax.pmap`` with its options; the program is lowered, compiled and called."""
+    record_in: list[tuple[Any, tuple[int, ...]]] = []
+    record_out: list[tuple[Any, tuple[int, ...]]] = []
+    packed = _pack(args, record_in)
+
+    def program(*fields: Any) -> Any:
+        record_out.clear()
+        return _pack(body(*_unpack(fields, record_in)), record_out)
+
+    compiled = transform(program).lower(*packed).compile()
+    return _unpack(compiled(*packed), record_out)
+
+
+def _jit(f: Callable[..., Any]) -> Any:
+    return jax.jit(f, compiler_options=COMPILER_OPTIONS)
 
 
 
@@ -160,6 +271,10 @@ def _control_flow(d: Any, names: tuple[str, ...]) -> Any:
     return d_scan, read_scan, d_while, total, d_cond, read_cond, d_cond2, read_cond2
 
 
+
+
+# not `_same_program`: the instance itself is the carry, state and operand under test, and
+# those primitives take its leaves in its own flatten order
 _control_flow_jit = jax.jit(_control_flow, static_argnames=("names",),
                             compiler_options=COMPILER_OPTIONS)
 
@@ -225,7 +340,7 @@ def check_jit(d: Any, ref: Reference | None = None, upstream: Any | None = None)
 
     def run(x: Any) -> Any:
         with jax.checking_leaks():
-            out, got = jax.jit(probe, compiler_options=COMPILER_OPTIONS)(x, ref.value)
+            out, got = _same_program(_jit, probe, x, ref.value)
         return out, got, _read(out, ref.names, ref.methods, host)
 
     ours, theirs = attempt(lambda: run(d)), attempt(lambda: run(upstream))
@@ -267,13 +382,17 @@ def _stacked_values(refs: Sequence[Reference]) -> Any:
     return stack([r.value if r.value is not None else jnp.zeros(()) for r in refs])
 
 
-def _leak_checked(run: Callable[..., Any], names: tuple[str, ...],
+def _leak_checked(transform: Callable[[Callable[..., Any]], Any], names: tuple[str, ...],
                   methods: tuple[str, ...]) -> Callable[[Any, Any], Any]:
-    """``run(stacked instances, stacked values, names, methods)`` under ``checking_leaks``."""
+    """``(stacked instances, stacked values) -> (instances, values read)`` through
+    ``transform`` of `_jit_probe`, under ``checking_leaks``."""
+
+    def body(batched: Any, values: Any) -> Any:
+        return _jit_probe(batched, values, names, methods)
 
     def probe(batched: Any, values: Any) -> Any:
         with jax.checking_leaks():
-            return run(batched, values, names, methods)
+            return _same_program(transform, body, batched, values)
 
     return probe
 
@@ -297,8 +416,8 @@ def _check_batched(what: str, ds: Sequence[Any], upstreams: Sequence[Any] | None
                           exact=False)
 
 
-_vmap_probe_jit = jax.jit(jax.vmap(_jit_probe, in_axes=(0, 0, None, None)), static_argnums=(2, 3),
-                          compiler_options=COMPILER_OPTIONS)
+def _vmap_jit(f: Callable[..., Any]) -> Any:
+    return _jit(jax.vmap(f))
 
 
 def check_vmap(ds: Sequence[Any], key: jax.Array | None = None,
@@ -309,11 +428,10 @@ def check_vmap(ds: Sequence[Any], key: jax.Array | None = None,
     ``vmap`` over the stack of ``ds`` (same structure) reads each instance's values: those
     of numpyro's instances (``upstreams``) through the same program."""
     refs, names, methods = _common_reference(ds, key, traced)
-    _check_batched("vmap", ds, upstreams, refs, _leak_checked(_vmap_probe_jit, names, methods))
+    _check_batched("vmap", ds, upstreams, refs, _leak_checked(_vmap_jit, names, methods))
     COVERAGE.record("vmap", ds[0])
 
 
-_pmap_probe = jax.pmap(_jit_probe, in_axes=(0, 0, None, None), static_broadcasted_argnums=(2, 3))
 
 
 def check_pmap(ds: Sequence[Any], key: jax.Array | None = None,
@@ -322,7 +440,7 @@ def check_pmap(ds: Sequence[Any], key: jax.Array | None = None,
     """``pmap`` over the stack of ``len(ds) == jax.device_count()`` instances."""
     _require_devices(len(ds))
     refs, names, methods = _common_reference(ds, key, traced)
-    _check_batched("pmap", ds, upstreams, refs, _leak_checked(_pmap_probe, names, methods))
+    _check_batched("pmap", ds, upstreams, refs, _leak_checked(jax.pmap, names, methods))
     COVERAGE.record("pmap", ds[0])
 
 
@@ -338,6 +456,9 @@ _shard_map_cache: dict[int, Callable[..., Any]] = {}
 
 
 def _shard_map_fn(n: int) -> Callable[..., Any]:
+    """`_jit_probe` of each device's instance inside ``shard_map`` on a 1-d mesh of ``n``
+    devices, jitted. Not `_same_program`: ``shard_map`` takes the instance's leaves in its own
+    flatten order, so a stable instance and its numpyro twin give two programs anyway."""
     fn = _shard_map_cache.get(n)
     if fn is None:
         mesh = jax.sharding.Mesh(np.array(jax.devices()[:n]), ("i",))
@@ -365,8 +486,13 @@ def check_shard_map(ds: Sequence[Any], key: jax.Array | None = None,
     """``shard_map`` over the stack of one instance per device, on a 1-d mesh."""
     _require_devices(len(ds))
     refs, names, methods = _common_reference(ds, key, traced)
-    _check_batched("shard_map", ds, upstreams, refs,
-                   _leak_checked(_shard_map_fn(len(ds)), names, methods))
+    mesh = _shard_map_fn(len(ds))
+
+    def probe(batched: Any, values: Any) -> Any:
+        with jax.checking_leaks():
+            return mesh(batched, values, names, methods)
+
+    _check_batched("shard_map", ds, upstreams, refs, probe)
     COVERAGE.record("shard_map", ds[0])
 
 
