@@ -341,16 +341,16 @@ INDEPENDENT_OF_CLASS: dict[str, str] = {
                                      "lazy normalizers computed from each other",
     "IntervalCensoredDistribution": "censored: a base and two arrays of censoring flags",
 }
-"""The classes `test_hash_seed`, `test_release` and `test_threads` run on, one per kind of
-instance the core's code walks. Why these properties do not depend on the class: the leaf
-order is one function of a class's declared fields (stabledist._src.spec, computed at import in
+"""The classes `test_hash_seed`, `test_release` and `test_threads` run on, one per kind of instance
+the core's code walks. Why these properties do not depend on the class: the leaf order is one
+function of a class's declared fields (stabledist._src.describe, computed once per class in
 every process); the release is the cache's weak-key bookkeeping of an instance and of the
 children it holds; one value per lazy property for racing threads is the cache's store. Each
-class differs only in the shape of what that code walks (fields, hybrid fields, one child,
-a list of them, a factory's choice, a user's class, constraints holding arrays), and this set
-has one class of each. Every catalog example's layout is also compared across hash seeds by
-tests/test_pytree.py::test_leaf_order_identical_across_processes (a class's declared fields
-are data, so a class could still list them in a set)."""
+class differs only in the shape of what that code walks (fields, hybrid fields, one child, a
+list of them, a factory's choice, a user's class, constraints holding arrays), and this set has
+one class of each. Every catalog example's layout is also compared across hash seeds by
+tests/test_pytree.py::test_leaf_order_identical_across_processes (a class's declared fields are
+data, so a class could still list them in a set)."""
 
 
 def independent_spec(kind: str) -> Any:

@@ -35,7 +35,7 @@ PYRIGHT_REVEALS = {
     ".mean)": 'is "Array"',
     "handlers.seed)": 'is "type[seed]"',
     "handlers.trace)": 'is "type[trace]"',
-    "check_stable)": 'is "(factory: Any, *, properties: Iterable[str]',
+    "check_stable)": 'is "(factory: Any, *, properties: str | Iterable[str]',
     "PROPERTIES)": 'is "dict[str, Property]"',
 }
 MYPY_REVEALS = {
