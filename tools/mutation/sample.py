@@ -14,9 +14,10 @@ lose something:
     applied to the source file itself (no trampoline), so code that runs at import is mutated.
 
 ``run --side before|after``
-    Each sampled mutant planted in a copy of one git revision (``--before``, default ``main``;
-    ``--after``, default ``HEAD``; their ``stabledist/_src`` must be identical, so a mutant is the
-    same bug on both sides), and pytest run once on the selection, ``-x``, the files in order,
+    Each sampled mutant planted in a copy of one git revision (``--before``, the tests before
+    the change; ``--after``, default ``HEAD``; their ``stabledist/_src`` must be identical, so a
+    mutant is the same bug on both sides), and pytest run once on the selection, ``-x``, the
+    files in order,
     under a timeout (a hang counts as killed, as a failure to import or collect does):
 
     1. the files mutmut runs for the core (``setup.cfg``: ``pytest_add_cli_args_test_selection``);
@@ -367,7 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_list.add_argument("--size", type=int, default=SIZE)
     p_run = sub.add_parser("run", help="run the sample on one side")
     p_run.add_argument("--side", choices=("before", "after"), required=True)
-    p_run.add_argument("--before", default="main")
+    p_run.add_argument("--before", required=True,
+                       help="the revision whose tests are the 'before' side")
     p_run.add_argument("--after", default="HEAD")
     p_run.add_argument("--jobs", type=int, default=2)
     p_run.add_argument("--timeout", type=int, default=TIMEOUT)
