@@ -252,9 +252,10 @@ def run_pytest(tree: Path, args: Sequence[str], timeout: int) -> tuple[str, str]
     return "killed", f"pytest exit {proc.returncode}: {output.strip().splitlines()[-1:]}"
 
 
-def run_side(side: str, before: str, after: str, jobs: int, timeout: int,
-             only: Sequence[str]) -> None:
-    rev = before if side == "before" else after
+def _sampled(before: str, after: str, only: Sequence[str]
+             ) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """The sampled mutant names (``only``: those containing one of these) and mutmut's table
+    of them; refuses core sources that differ between the sides."""
     mutated_files = config_list("only_mutate")
     if git("diff", "--name-only", before, after, "--", *mutated_files):
         raise SystemExit(f"{' '.join(mutated_files)} differ between {before} and {after}: "
@@ -264,20 +265,48 @@ def run_side(side: str, before: str, after: str, jobs: int, timeout: int,
     missing = [n for n in names if n not in table]
     if missing:
         raise SystemExit(f"mutants of sample.txt no longer made: {missing[:5]}")
-    files = list(dict.fromkeys([*config_list("pytest_add_cli_args_test_selection"),
-                                *touched(before, after)]))
+    return names, table
+
+
+def _run_jobs(jobs: int, todo: list[str], one: Any) -> None:
+    """``one(job, name)`` for every name, each job (a scratch tree) running one at a time."""
+    queue = list(todo)
+    with ThreadPoolExecutor(jobs) as pool:
+        busy: dict[int, Any] = {}
+        while queue or busy:
+            for job in range(jobs):
+                if job not in busy and queue:
+                    busy[job] = pool.submit(one, job, queue.pop(0))
+            for job, future in list(busy.items()):
+                if future.done():
+                    future.result()
+                    del busy[job]
+            time.sleep(0.2)
+
+
+def _recorded(side: str, names: Sequence[str]
+              ) -> tuple[Path, dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """This side's results file and what it holds (a run resumes), and the before side's
+    results (the after side needs every mutant's)."""
     results_path = SCRATCH / f"sample-{side}.json"
-    results: dict[str, dict[str, Any]] = (json.loads(results_path.read_text())
-                                          if results_path.exists() else {})
+    results = json.loads(results_path.read_text()) if results_path.exists() else {}
     earlier = (json.loads((SCRATCH / "sample-before.json").read_text())
                if side == "after" and (SCRATCH / "sample-before.json").exists() else {})
     if side == "after" and any(n not in earlier for n in names):
         raise SystemExit("run --side before first (every mutant of the sample)")
-    trees = []
-    for job in range(jobs):
-        tree = SCRATCH / f"sample-{side}-{job}"
+    return results_path, results, earlier
+
+
+def run_side(side: str, before: str, after: str, jobs: int, timeout: int,
+             only: Sequence[str]) -> None:
+    rev = before if side == "before" else after
+    names, table = _sampled(before, after, only)
+    files = list(dict.fromkeys([*config_list("pytest_add_cli_args_test_selection"),
+                                *touched(before, after)]))
+    results_path, results, earlier = _recorded(side, names)
+    trees = [SCRATCH / f"sample-{side}-{job}" for job in range(jobs)]
+    for tree in trees:
         export(rev, tree)
-        trees.append(tree)
     args = selection(trees[0], files)
     extra: dict[tuple[str, ...], list[str]] = {}  # files run before -> arguments of the rest
     print(f"{side} = {rev} ({git('rev-parse', '--short', rev)}): {len(names)} mutants, "
@@ -325,19 +354,7 @@ def run_side(side: str, before: str, after: str, jobs: int, timeout: int,
         print(f"[{done}/{len(names)}] {name}: {status} {why} ({stage}, "
               f"{time.monotonic() - t0:.0f} s)", flush=True)
 
-    queue = list(enumerate(todo))
-    with ThreadPoolExecutor(jobs) as pool:
-        busy: dict[int, object] = {}
-        while queue or busy:
-            for job in range(jobs):
-                if job not in busy and queue:
-                    _, name = queue.pop(0)
-                    busy[job] = pool.submit(one, job, name)
-            for job, future in list(busy.items()):
-                if future.done():  # type: ignore[attr-defined]
-                    future.result()  # type: ignore[attr-defined]
-                    del busy[job]
-            time.sleep(0.2)
+    _run_jobs(jobs, todo, one)
     print(f"{side}: {len(todo)} mutants in {(time.monotonic() - start) / 60:.1f} min")
 
 
