@@ -7,6 +7,7 @@ from ``conftest``."""
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
@@ -49,25 +50,28 @@ def worker_group(nodeid: str) -> str:
 
 
 __all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "UserDist", "class_group",
-           "compiled_read", "nd", "sd", "worker_group"]
+           "compiled_reads", "nd", "sd", "worker_group"]
 
 
-@jax.jit
-def _log_prob(d, x):
-    return d.log_prob(x)
+def _read(what: str, d, args: tuple):
+    return d.log_prob(*args) if what == "log_prob" else getattr(d, what)
 
 
-_READS = {"log_prob": _log_prob, "mean": jax.jit(lambda d: d.mean),
-          "variance": jax.jit(lambda d: d.variance)}
+@functools.partial(jax.jit, static_argnums=0)
+def _reads(whats: tuple[str, ...], ds: list, args: list) -> list:
+    return [_read(what, d, a) for what, d, a in zip(whats, ds, args, strict=True)]
 
 
-def compiled_read(what: str, d, *args):
-    """``d.log_prob(x)``, ``d.mean`` or ``d.variance`` of a batched or sliced distribution, in one
-    compiled program: read eagerly, every operation compiles once more for each new batch shape
-    (~60 programs for a Wishart's log_prob and sampler), which was most of test_batched's and
-    test_slicing's time. One function object per read, so equal structures share the trace.
-    Eager reads of slices are checked by test_slicing.py::test_an_element_is_what_vmap_sees."""
-    return _READS[what](d, *args)
+def compiled_reads(*reads: tuple) -> list:
+    """Each ``(what, d, *args)`` of ``reads`` (``"log_prob"``, ``"mean"`` or ``"variance"`` of
+    a batched or sliced distribution), all in one compiled program. Read eagerly, every
+    operation compiles once more for each new batch shape (~60 programs for a Wishart's
+    log_prob and sampler), which was most of test_batched's and test_slicing's time; one
+    program per read still traced, lowered and compiled each read apart (three for a batch's
+    log_prob, mean and variance, seven for the slices of one example). Eager reads of slices
+    are checked by test_slicing.py::test_an_element_is_what_vmap_sees."""
+    whats = tuple(r[0] for r in reads)
+    return _reads(whats, [r[1] for r in reads], [tuple(r[2:]) for r in reads])
 
 
 @sd.make_stable

@@ -21,7 +21,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as nd
 import pytest
-from helpers import compiled_read
+from helpers import compiled_reads
 from jax.sharding import PartitionSpec
 from numpyro import handlers
 from numpyro.contrib.control_flow import scan
@@ -96,19 +96,22 @@ def test_vmap_output_is_the_batch_of_its_elements(builder):
     assert inside == [batch]
     assert jax.jit(lambda e: e)(v).batch_shape == v.batch_shape
 
-    # the batch's numbers: compiled (helpers.compiled_read), the elements' eager; the shape
-    # of a draw is traced only (no sampler compiled at the batch's shapes)
+    # the batch's numbers: compiled, in one program (helpers.compiled_reads), the elements'
+    # eager; the shape of a draw is traced only (no sampler compiled at the batch's shapes)
+    reads, wanted = [], []
     drawn = _outcome(lambda: d.sample(KEY))
     if drawn[0] == "ok":
         x = np.asarray(drawn[1])
-        np.testing.assert_allclose(compiled_read("log_prob", v, np.stack([x] * N)),
-                                   np.stack([np.asarray(d.log_prob(x))] * N), rtol=1e-5)
+        reads.append(("log_prob", v, np.stack([x] * N)))
+        wanted.append(np.stack([np.asarray(d.log_prob(x))] * N))
         assert _draw_shape(v, (3,)) == (3, N, *batch, *event)
     for moment in ("mean", "variance"):
         one = _outcome(lambda m=moment: getattr(d, m))
         if one[0] == "ok":
-            np.testing.assert_allclose(compiled_read(moment, v), np.stack([one[1]] * N),
-                                       rtol=1e-5)
+            reads.append((moment, v))
+            wanted.append(np.stack([one[1]] * N))
+    for (what, *_), got, want in zip(reads, compiled_reads(*reads), wanted):
+        np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=what)
 
 
 @pytest.mark.parametrize("module", [nd, dist], ids=["numpyro", "stabledist"])

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import compiled_read
+from helpers import compiled_reads
 
 import stabledist as dist
 from stabledist._src.slicing import _normalize
@@ -56,6 +56,7 @@ def test_slices_select_what_numpy_selects(builder):
         lp = np.asarray(d.log_prob(x))
     except NotImplementedError:  # ImproperUniform has no sample
         x, lp = None, None
+    reads, wanted = [], []
     for index in INDICES:
         full = _normalize(index, len(d.batch_shape), name)
         s = d[index]
@@ -65,9 +66,12 @@ def test_slices_select_what_numpy_selects(builder):
                                     else name)
         assert s.batch_shape == np.empty(d.batch_shape)[full].shape
         assert s.event_shape == d.event_shape
-        if lp is not None:  # compiled: each index gives new shapes (helpers.compiled_read)
-            np.testing.assert_allclose(compiled_read("log_prob", s, x[full]), lp[full],
-                                       rtol=1e-5, atol=1e-6)
+        if lp is not None:
+            reads.append(("log_prob", s, x[full]))
+            wanted.append(lp[full])
+    # compiled, every slice in one program: each index gives new shapes (helpers)
+    for index, got, want in zip(INDICES, compiled_reads(*reads), wanted):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"d[{index!r}]")
     with pytest.raises(IndexError):
         d[d.batch_shape[0]]
     with pytest.raises(IndexError, match="too many indices"):
