@@ -19,9 +19,11 @@ reason), 2 if it cannot run (a stale AST locator, tests failing without any muta
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import json
 import os
+import queue
 import re
 import shutil
 import signal
@@ -30,8 +32,9 @@ import sys
 import time
 import tomllib
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -169,33 +172,66 @@ def planted(tree: Path, mutant: AstMutant) -> Iterator[None]:
         file.write_text(original)
 
 
-def fast(only: str | None, baseline: bool) -> int:
+def _in_parallel(trees: Sequence[Path], jobs: Sequence[Any],
+                 run: Callable[[Path, Any], Any]) -> Iterator[tuple[Any, Any]]:
+    """``(job, run(tree, job))`` for each job, as they finish: one job per tree at a time,
+    so each pytest process (one core: no xdist here) has its own copy to plant a mutant in."""
+    free: queue.SimpleQueue[Path] = queue.SimpleQueue()
+    for tree in trees:
+        free.put(tree)
+
+    def one(job: Any) -> Any:
+        tree = free.get()
+        try:
+            return run(tree, job)
+        finally:
+            free.put(tree)
+
+    with concurrent.futures.ThreadPoolExecutor(len(trees)) as pool:
+        futures = {pool.submit(one, job): job for job in jobs}
+        for future in concurrent.futures.as_completed(futures):
+            yield futures[future], future.result()
+
+
+def _baseline(trees: Sequence[Path], mutants: Sequence[AstMutant]) -> None:
+    """Every mutant's tests pass without any mutant (each distinct selection once)."""
+    start = time.monotonic()
+    for args, (rc, output) in _in_parallel(trees, list(dict.fromkeys(m.tests for m in mutants)),
+                                           run_pytest):
+        if rc != 0:
+            raise RunError(f"tests fail without any mutant ({' '.join(args)}):\n"
+                           f"{output[-3000:]}")
+    print(f"baseline passed ({time.monotonic() - start:.0f} s)", flush=True)
+
+
+def _run_mutant(tree: Path, mutant: AstMutant) -> tuple[str | None, float]:
+    t0 = time.monotonic()
+    with planted(tree, mutant):
+        failure = first_failure(*run_pytest(tree, mutant.tests))
+    return failure, time.monotonic() - t0
+
+
+def fast(only: str | None, baseline: bool, jobs: int) -> int:
+    """The AST mutants, ``jobs`` at a time (each pytest run is one process on one core)."""
     mutants = [m for m in MUTANTS if not only or only.lower() in m.label.lower()]
     if not mutants:
         raise RunError(f"no AST mutant label contains {only!r}")
     for m in mutants:  # every locator still finds its one node, before any test runs
         m.apply((REPO / m.path).read_text())
-    tree = SCRATCH / "ast"
-    lay_out(tree)
+    trees = [SCRATCH / f"ast-{i}" for i in range(max(1, min(jobs, len(mutants))))]
+    for tree in trees:
+        lay_out(tree)
     start = time.monotonic()
     if baseline:
-        for args in dict.fromkeys(m.tests for m in mutants):
-            rc, output = run_pytest(tree, args)
-            if rc != 0:
-                raise RunError(f"tests fail without any mutant ({' '.join(args)}):\n"
-                               f"{output[-3000:]}")
-        print(f"baseline passed ({time.monotonic() - start:.0f} s)", flush=True)
+        _baseline(trees, mutants)
     survived = []
-    for i, m in enumerate(mutants, 1):
-        t0 = time.monotonic()
-        with planted(tree, m):
-            failure = first_failure(*run_pytest(tree, m.tests))
+    for i, (m, (failure, took)) in enumerate(_in_parallel(trees, mutants, _run_mutant), 1):
         if failure is None:
             survived.append(m.label)
-        print(f"[{i}/{len(mutants)}] {m.label}\n    -> {failure or 'SURVIVED'} "
-              f"({time.monotonic() - t0:.0f} s)", flush=True)
+        print(f"[{i}/{len(mutants)}] {m.label}\n    -> {failure or 'SURVIVED'} ({took:.0f} s)",
+              flush=True)
     print(f"\n{len(mutants) - len(survived)}/{len(mutants)} AST mutants killed, "
-          f"{(time.monotonic() - start) / 60:.1f} min")
+          f"{(time.monotonic() - start) / 60:.1f} min ({len(trees)} at a time)")
     return verdict(survived)
 
 
@@ -251,6 +287,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_fast = sub.add_parser("fast", help="the hand-planted AST mutants (CI)")
     p_fast.add_argument("--only", metavar="LABEL_SUBSTRING")
     p_fast.add_argument("--no-baseline", action="store_true")
+    p_fast.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="mutants run at a time, each its own pytest process and copy "
+                             "(default: one per core)")
     p_fast.add_argument("--list", action="store_true", help="list and check, run nothing")
     p_full = sub.add_parser("full", help="mutmut over the core modules")
     p_full.add_argument("names", nargs="*", help="mutmut mutant names or globs "
@@ -266,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             m.apply((REPO / m.path).read_text())
             print(f"[{m.path}] {m.label}")
         return 0
-    return fast(args.only, not args.no_baseline)
+    return fast(args.only, not args.no_baseline, args.jobs)
 
 
 if __name__ == "__main__":
