@@ -58,10 +58,10 @@ test: $(STAMP)
 	$(VENV)/bin/lint-imports --no-logo --no-cache   # the layers of pyproject.toml
 	$(MAKE) typecheck
 	$(PY) -m pytest $(XDIST) -m "not integration" $(ARGS)
-	$(MAKE) test-x64
 
 # The property suite's comparisons with numpyro once more under jax_enable_x64, where Python
-# floats are float64 and mix with float32 arrays (part of `make test`): numpyro's numbers read
+# floats are float64 and mix with float32 arrays (CI's step after `make test`, which runs the
+# same tests without x64; its own process, as x64 is set for a whole process): numpyro's numbers read
 # eagerly (test_upstream) and inside a compiled program (test_jit, with the float64 casts of
 # tests/test_properties.py's FLOAT64_CLASSES). A round trip and a vmap over stacked instances
 # handle leaves whatever their dtype: their x64 runs repeated these two (make test runs them
