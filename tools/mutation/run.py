@@ -120,6 +120,7 @@ def run_pytest(cwd: Path, args: Sequence[str]) -> tuple[int | None, str]:
     proc = subprocess.Popen([sys.executable, *PYTEST, *args], cwd=cwd, env=environment(cwd),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
+    _RUNNING.add(proc)
     try:
         output, _ = proc.communicate(timeout=TIMEOUT)
         return proc.returncode, output
@@ -129,6 +130,13 @@ def run_pytest(cwd: Path, args: Sequence[str]) -> tuple[int | None, str]:
     except BaseException:
         _stop(proc)
         raise
+    finally:
+        _RUNNING.discard(proc)
+
+
+_RUNNING: set[subprocess.Popen[str]] = set()
+"""The pytest runs in progress, in every thread of `_in_parallel`: an interrupt or SIGTERM
+reaches only the main thread, which stops them (each is in its own session)."""
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
@@ -189,8 +197,14 @@ def _in_parallel(trees: Sequence[Path], jobs: Sequence[Any],
 
     with concurrent.futures.ThreadPoolExecutor(len(trees)) as pool:
         futures = {pool.submit(one, job): job for job in jobs}
-        for future in concurrent.futures.as_completed(futures):
-            yield futures[future], future.result()
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                yield futures[future], future.result()
+        except BaseException:  # a failing baseline, an interrupt, SIGTERM: stop the others
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in list(_RUNNING):
+                _stop(proc)
+            raise
 
 
 def _baseline(trees: Sequence[Path], mutants: Sequence[AstMutant]) -> None:
