@@ -180,13 +180,14 @@ def git(*args: str) -> str:
 
 
 def export(rev: str, dest: Path) -> None:
-    """``stabledist``, ``tests``, ``benchmarks`` and ``pyproject.toml`` of ``rev`` in ``dest``."""
+    """``stabledist``, ``tests``, ``benchmarks``, ``tools`` (test_types imports the stub
+    generator) and ``pyproject.toml`` of ``rev`` in ``dest``."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     archive = dest / "rev.tar"
     with archive.open("wb") as out:
-        subprocess.run(["git", "archive", rev, "stabledist", "tests", "benchmarks",
+        subprocess.run(["git", "archive", rev, "stabledist", "tests", "benchmarks", "tools",
                         "pyproject.toml"], cwd=REPO, stdout=out, check=True)
     with tarfile.open(archive) as tar:
         tar.extractall(dest, filter="data")
