@@ -412,6 +412,19 @@ def bench_compile(profile: Profile) -> BenchResult:
         "trace and in every compiled call",
         extra={"dim": dim, "reads": reads},
     )
+    warm_cases, compiled = _warm_cases(profile)
+    result.cases.extend(warm_cases)
+    result.cases.append(_compiled_call_case(compiled, profile))
+    # cold: the first trace + compile in a fresh process (eager-op caches empty)
+    if profile.cold_reps:
+        result.cases.append(_cold_case(profile))
+    return result
+
+
+def _warm_cases(profile: Profile) -> tuple[list[Case], dict[str, tuple[Any, tuple]]]:
+    """The cases of the traces and compiles in this process (the whole, then its parts), and
+    each variant's last compiled function with its arguments, for the per-call case."""
+    dim, reads = profile.compile_dim, profile.compile_reads
     step(f"compile: warm trace+compile, dim {dim}, {reads} reads",
          weight=compile_weight(profile))
     records: dict[str, list[dict[str, float]]] = {v: [] for v in COMPILE_VARIANTS}
@@ -436,16 +449,20 @@ def bench_compile(profile: Profile) -> BenchResult:
                             dict.fromkeys(COMPILE_VARIANTS, 1), profile.compile_reps)
     samples = {v: [s / 1e9 for s in vals] for v, vals in samples_ns.items()}
     eqns = {v: records[v][-1]["jaxpr_eqns"] for v in COMPILE_VARIANTS}
-    result.cases.append(
-        Case("trace+compile", {"kind": "warm", "unit": "s"}, samples,
-             dict.fromkeys(COMPILE_VARIANTS, 1),
-             extra={"records": records, "warmup": warm, "jaxpr_eqns": eqns})
-    )
+    cases = [Case("trace+compile", {"kind": "warm", "unit": "s"}, samples,
+                  dict.fromkeys(COMPILE_VARIANTS, 1),
+                  extra={"records": records, "warmup": warm, "jaxpr_eqns": eqns})]
     for part in ("trace_s", "lower_s", "compile_s"):
-        result.cases.append(
+        cases.append(
             Case(part.removesuffix("_s"), {"kind": "part", "unit": "s"},
                  {v: [r[part] for r in records[v]] for v in COMPILE_VARIANTS})
         )
+    return cases, compiled
+
+
+def _compiled_call_case(compiled: dict[str, tuple[Any, tuple]], profile: Profile) -> Case:
+    """Per-call time of each variant's compiled value_and_grad: where ``nocache`` pays its
+    recomputations again in every call."""
     step("compile: the compiled value_and_grad, per call")
     block = jax.block_until_ready
     fns = {v: stmt_timer("block(f(*args))", {"block": block, "f": f, "args": args})
@@ -453,24 +470,25 @@ def bench_compile(profile: Profile) -> BenchResult:
     run_samples, loops = measure(fns, profile.reps, profile.closure_rep_ms)
     split = {v: host_device_split(lambda f=f, a=a: f(*a), min(loops[v], 200))
              for v, (f, a) in compiled.items()}
-    result.cases.append(Case("compiled call", {"kind": "run", "unit": "ns/call"}, run_samples,
-                             loops, extra={"host_device": split}))
-    # cold: the first trace + compile in a fresh process (eager-op caches empty)
-    if profile.cold_reps:
-        cold: dict[str, list[float]] = {v: [] for v in COMPILE_VARIANTS}
-        cold_records: dict[str, list[dict[str, float]]] = {v: [] for v in COMPILE_VARIANTS}
-        for rep in range(profile.cold_reps):
-            order = list(COMPILE_VARIANTS)
-            k = rep % len(order)
-            for variant in order[k:] + order[:k]:
-                step(f"compile: cold (fresh process) {variant} {rep + 1}/{profile.cold_reps}")
-                rec = _cold(variant, dim, reads)
-                cold_records[variant].append(rec)
-                cold[variant].append(rec["total_s"])
-        result.cases.append(Case("cold trace+compile", {"kind": "cold", "unit": "s"}, cold,
-                                 dict.fromkeys(COMPILE_VARIANTS, 1),
-                                 extra={"records": cold_records}))
-    return result
+    return Case("compiled call", {"kind": "run", "unit": "ns/call"}, run_samples,
+                loops, extra={"host_device": split})
+
+
+def _cold_case(profile: Profile) -> Case:
+    """The first trace + compile in fresh processes, rotating the variants' order per rep."""
+    dim, reads = profile.compile_dim, profile.compile_reads
+    cold: dict[str, list[float]] = {v: [] for v in COMPILE_VARIANTS}
+    cold_records: dict[str, list[dict[str, float]]] = {v: [] for v in COMPILE_VARIANTS}
+    for rep in range(profile.cold_reps):
+        order = list(COMPILE_VARIANTS)
+        k = rep % len(order)
+        for variant in order[k:] + order[:k]:
+            step(f"compile: cold (fresh process) {variant} {rep + 1}/{profile.cold_reps}")
+            rec = _cold(variant, dim, reads)
+            cold_records[variant].append(rec)
+            cold[variant].append(rec["total_s"])
+    return Case("cold trace+compile", {"kind": "cold", "unit": "s"}, cold,
+                dict.fromkeys(COMPILE_VARIANTS, 1), extra={"records": cold_records})
 
 
 def _cold(variant: str, dim: int, reads: int) -> dict[str, float]:

@@ -74,113 +74,136 @@ def _rbf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.exp(-0.5 * (a[:, None] - b[None, :]) ** 2 / 0.2**2)
 
 
+def _gp(m: Any, rng: np.random.Generator) -> tuple[Model, tuple]:
+    x = np.linspace(0, 1, 30)
+    xs = np.linspace(0, 1, 20)
+    k = (_rbf(x, x) + 0.05 * np.eye(30)).astype(np.float32)
+    k_star = jnp.asarray(_rbf(xs, x), jnp.float32)
+    y = jnp.asarray(np.sin(6 * x) + 0.2 * rng.standard_normal(30), jnp.float32)
+    prior = m.MultivariateNormal(jnp.zeros(30), covariance_matrix=jnp.asarray(k))
+    sigma_prior = m.HalfNormal(1.0)
+
+    def gp(y: jax.Array) -> None:
+        f = numpyro.sample("f", prior)
+        sigma = numpyro.sample("sigma", sigma_prior)
+        numpyro.deterministic("f_test", k_star @ (prior.precision_matrix @ f))
+        numpyro.sample("y", m.Normal(f, sigma), obs=y)
+
+    return gp, (y,)
+
+
+def _hierarchical(m: Any, rng: np.random.Generator) -> tuple[Model, tuple]:
+    groups = np.repeat(np.arange(40), 5)
+    y = jnp.asarray(rng.normal(rng.normal(1.0, 2.0, 40)[groups], 1.0), jnp.float32)
+    mu_prior, tau_prior, z_prior = m.Normal(0.0, 5.0), m.HalfCauchy(2.5), m.Normal(0.0, 1.0)
+    g = jnp.asarray(groups)
+
+    def hierarchical(y: jax.Array) -> None:
+        mu = numpyro.sample("mu", mu_prior)
+        tau = numpyro.sample("tau", tau_prior)
+        with numpyro.plate("groups", 40):
+            z = numpyro.sample("z", z_prior)
+        numpyro.sample("y", m.Normal((mu + tau * z)[g], 1.0), obs=y)
+
+    return hierarchical, (y,)
+
+
+def _regression(m: Any, rng: np.random.Generator) -> tuple[Model, tuple]:
+    x = rng.standard_normal((200, 8)).astype(np.float32)
+    y = x @ np.linspace(-1, 1, 8, dtype=np.float32) + 0.5 * rng.standard_normal(200)
+    beta_prior = m.TruncatedNormal(jnp.zeros(8), jnp.ones(8), low=-3.0, high=3.0).to_event(1)
+    sigma_prior = m.TruncatedNormal(1.0, 0.5, low=0.1, high=3.0)
+
+    def regression(x: jax.Array, y: jax.Array) -> None:
+        beta = numpyro.sample("beta", beta_prior)
+        sigma = numpyro.sample("sigma", sigma_prior)
+        numpyro.sample("y", m.Normal(x @ beta, sigma), obs=y)
+
+    return regression, (jnp.asarray(x), jnp.asarray(y, jnp.float32))
+
+
+def _statespace(m: Any, rng: np.random.Generator) -> tuple[Model, tuple]:
+    level = np.cumsum(0.3 * rng.standard_normal(60))
+    y = jnp.asarray(level + 0.5 * rng.standard_normal(60), jnp.float32)
+    s_level_prior = m.TruncatedNormal(0.3, 0.3, low=0.01, high=2.0)
+    s_obs_prior = m.TruncatedNormal(0.5, 0.3, low=0.01, high=2.0)
+    level0_prior = m.Normal(0.0, 2.0)
+
+    def statespace(y: jax.Array) -> None:
+        s_level = numpyro.sample("s_level", s_level_prior)
+        s_obs = numpyro.sample("s_obs", s_obs_prior)
+        level0 = numpyro.sample("level0", level0_prior)
+
+        def transition(prev: jax.Array, y_t: jax.Array) -> tuple[jax.Array, None]:
+            lvl = numpyro.sample("level", m.Normal(prev, s_level))
+            numpyro.sample("y", m.Normal(lvl, s_obs), obs=y_t)
+            return lvl, None
+
+        scan(transition, level0, y)
+
+    return statespace, (y,)
+
+
+def _angles(m: Any, rng: np.random.Generator) -> tuple[Model, tuple]:
+    prior = m.SineBivariateVonMises(0.5, -1.0, 2.0, 3.0, correlation=0.8)
+    obs = jnp.asarray(rng.vonmises([0.4, -0.8], 2.0, (60, 2)), jnp.float32)
+
+    def angles(y: jax.Array) -> None:
+        a = numpyro.sample("angles", prior)
+        numpyro.sample("phi", m.VonMises(a[0], 2.0), obs=y[:, 0])
+        numpyro.sample("psi", m.VonMises(a[1], 2.0), obs=y[:, 1])
+
+    return angles, (obs,)
+
+
+def _gp_predict(m: Any, rng: np.random.Generator) -> tuple[Model, tuple]:
+    """Its data is ``(posterior draws, batches of new inputs)``, what ``Predictive`` takes."""
+    z = np.linspace(0, 1, PREDICT_INDUCING)
+    k_uu = (_rbf(z, z) + 1e-3 * np.eye(PREDICT_INDUCING)).astype(np.float32)
+    u_prior = m.MultivariateNormal(jnp.zeros(PREDICT_INDUCING),
+                                   covariance_matrix=jnp.asarray(k_uu))
+    sigma_prior = m.HalfNormal(1.0)
+    zz = jnp.asarray(z, jnp.float32)
+
+    def gp_predict(x: jax.Array, y: jax.Array | None = None) -> None:
+        u = numpyro.sample("u", u_prior)
+        sigma = numpyro.sample("sigma", sigma_prior)
+        k_xu = jnp.exp(-0.5 * (x[:, None] - zz[None, :]) ** 2 / 0.2**2)
+        f = numpyro.deterministic("f", k_xu @ (u_prior.precision_matrix @ u))
+        numpyro.sample("y", m.Normal(f, sigma), obs=y)
+
+    draws = {"u": jnp.asarray(rng.standard_normal((PREDICT_DRAWS, PREDICT_INDUCING)),
+                              jnp.float32),
+             "sigma": jnp.asarray(0.1 + 0.3 * np.abs(rng.standard_normal(PREDICT_DRAWS)),
+                                  jnp.float32)}
+    inputs = tuple(jnp.asarray(np.sort(rng.uniform(0, 1, PREDICT_POINTS)), jnp.float32)
+                   for _ in range(PREDICT_CALLS))
+    return gp_predict, (draws, inputs)
+
+
+def _tiny(m: Any, rng: np.random.Generator) -> tuple[Model, tuple]:
+    loc_prior = m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0)
+    y = jnp.asarray(rng.normal(0.5, 1.0, 10), jnp.float32)
+
+    def tiny(y: jax.Array) -> None:
+        loc = numpyro.sample("loc", loc_prior)
+        numpyro.sample("y", m.Normal(loc, 1.0), obs=y)
+
+    return tiny, (y,)
+
+
+_BUILDERS: dict[str, Callable[[Any, np.random.Generator], tuple[Model, tuple]]] = {
+    "gp": _gp, "hierarchical": _hierarchical, "regression": _regression,
+    "statespace": _statespace, "angles": _angles, "gp_predict": _gp_predict, "tiny": _tiny,
+}
+"""Each model's ``(module, rng) -> (model function, data)``: its global distributions from
+``module``, its data drawn from ``rng``."""
+
+
 def build(m: Any, model: str) -> tuple[Model, tuple]:
-    """``(model function, data)`` with the model's global distributions built now."""
-    rng = np.random.default_rng(7)
-    if model == "gp":
-        x = np.linspace(0, 1, 30)
-        xs = np.linspace(0, 1, 20)
-        k = (_rbf(x, x) + 0.05 * np.eye(30)).astype(np.float32)
-        k_star = jnp.asarray(_rbf(xs, x), jnp.float32)
-        y = jnp.asarray(np.sin(6 * x) + 0.2 * rng.standard_normal(30), jnp.float32)
-        prior = m.MultivariateNormal(jnp.zeros(30), covariance_matrix=jnp.asarray(k))
-        sigma_prior = m.HalfNormal(1.0)
-
-        def gp(y: jax.Array) -> None:
-            f = numpyro.sample("f", prior)
-            sigma = numpyro.sample("sigma", sigma_prior)
-            numpyro.deterministic("f_test", k_star @ (prior.precision_matrix @ f))
-            numpyro.sample("y", m.Normal(f, sigma), obs=y)
-
-        return gp, (y,)
-    if model == "hierarchical":
-        groups = np.repeat(np.arange(40), 5)
-        y = jnp.asarray(rng.normal(rng.normal(1.0, 2.0, 40)[groups], 1.0), jnp.float32)
-        mu_prior, tau_prior, z_prior = m.Normal(0.0, 5.0), m.HalfCauchy(2.5), m.Normal(0.0, 1.0)
-        g = jnp.asarray(groups)
-
-        def hierarchical(y: jax.Array) -> None:
-            mu = numpyro.sample("mu", mu_prior)
-            tau = numpyro.sample("tau", tau_prior)
-            with numpyro.plate("groups", 40):
-                z = numpyro.sample("z", z_prior)
-            numpyro.sample("y", m.Normal((mu + tau * z)[g], 1.0), obs=y)
-
-        return hierarchical, (y,)
-    if model == "regression":
-        x = rng.standard_normal((200, 8)).astype(np.float32)
-        y = x @ np.linspace(-1, 1, 8, dtype=np.float32) + 0.5 * rng.standard_normal(200)
-        beta_prior = m.TruncatedNormal(jnp.zeros(8), jnp.ones(8), low=-3.0, high=3.0).to_event(1)
-        sigma_prior = m.TruncatedNormal(1.0, 0.5, low=0.1, high=3.0)
-
-        def regression(x: jax.Array, y: jax.Array) -> None:
-            beta = numpyro.sample("beta", beta_prior)
-            sigma = numpyro.sample("sigma", sigma_prior)
-            numpyro.sample("y", m.Normal(x @ beta, sigma), obs=y)
-
-        return regression, (jnp.asarray(x), jnp.asarray(y, jnp.float32))
-    if model == "statespace":
-        level = np.cumsum(0.3 * rng.standard_normal(60))
-        y = jnp.asarray(level + 0.5 * rng.standard_normal(60), jnp.float32)
-        s_level_prior = m.TruncatedNormal(0.3, 0.3, low=0.01, high=2.0)
-        s_obs_prior = m.TruncatedNormal(0.5, 0.3, low=0.01, high=2.0)
-        level0_prior = m.Normal(0.0, 2.0)
-
-        def statespace(y: jax.Array) -> None:
-            s_level = numpyro.sample("s_level", s_level_prior)
-            s_obs = numpyro.sample("s_obs", s_obs_prior)
-            level0 = numpyro.sample("level0", level0_prior)
-
-            def transition(prev: jax.Array, y_t: jax.Array) -> tuple[jax.Array, None]:
-                lvl = numpyro.sample("level", m.Normal(prev, s_level))
-                numpyro.sample("y", m.Normal(lvl, s_obs), obs=y_t)
-                return lvl, None
-
-            scan(transition, level0, y)
-
-        return statespace, (y,)
-    if model == "angles":
-        prior = m.SineBivariateVonMises(0.5, -1.0, 2.0, 3.0, correlation=0.8)
-        obs = jnp.asarray(rng.vonmises([0.4, -0.8], 2.0, (60, 2)), jnp.float32)
-
-        def angles(y: jax.Array) -> None:
-            a = numpyro.sample("angles", prior)
-            numpyro.sample("phi", m.VonMises(a[0], 2.0), obs=y[:, 0])
-            numpyro.sample("psi", m.VonMises(a[1], 2.0), obs=y[:, 1])
-
-        return angles, (obs,)
-    if model == "gp_predict":
-        z = np.linspace(0, 1, PREDICT_INDUCING)
-        k_uu = (_rbf(z, z) + 1e-3 * np.eye(PREDICT_INDUCING)).astype(np.float32)
-        u_prior = m.MultivariateNormal(jnp.zeros(PREDICT_INDUCING),
-                                       covariance_matrix=jnp.asarray(k_uu))
-        sigma_prior = m.HalfNormal(1.0)
-        zz = jnp.asarray(z, jnp.float32)
-
-        def gp_predict(x: jax.Array, y: jax.Array | None = None) -> None:
-            u = numpyro.sample("u", u_prior)
-            sigma = numpyro.sample("sigma", sigma_prior)
-            k_xu = jnp.exp(-0.5 * (x[:, None] - zz[None, :]) ** 2 / 0.2**2)
-            f = numpyro.deterministic("f", k_xu @ (u_prior.precision_matrix @ u))
-            numpyro.sample("y", m.Normal(f, sigma), obs=y)
-
-        draws = {"u": jnp.asarray(rng.standard_normal((PREDICT_DRAWS, PREDICT_INDUCING)),
-                                  jnp.float32),
-                 "sigma": jnp.asarray(0.1 + 0.3 * np.abs(rng.standard_normal(PREDICT_DRAWS)),
-                                      jnp.float32)}
-        inputs = tuple(jnp.asarray(np.sort(rng.uniform(0, 1, PREDICT_POINTS)), jnp.float32)
-                       for _ in range(PREDICT_CALLS))
-        return gp_predict, (draws, inputs)
-    if model == "tiny":
-        loc_prior = m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0)
-        y = jnp.asarray(rng.normal(0.5, 1.0, 10), jnp.float32)
-
-        def tiny(y: jax.Array) -> None:
-            loc = numpyro.sample("loc", loc_prior)
-            numpyro.sample("y", m.Normal(loc, 1.0), obs=y)
-
-        return tiny, (y,)
-    raise KeyError(model)
+    """``(model function, data)`` with the model's global distributions built now (its data
+    drawn from the same seed for both variants: they must run on the very same data)."""
+    return _BUILDERS[model](m, np.random.default_rng(7))
 
 
 def chains_setup(chains: int | None = None) -> tuple[int, str]:

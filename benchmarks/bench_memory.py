@@ -12,6 +12,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from benchmarks.config import Profile
@@ -40,10 +41,11 @@ CYCLE = (
 )
 
 
-def churn(module: str, cycles: int, points: int, light: bool = False) -> dict[str, Any]:
-    """Runs in the child: ``cycles`` create/read/drop cycles, ``points`` RSS checkpoints;
-    ``light``: only the BernoulliLogits part (fewer first-use compilations)."""
-    import jax
+def _workload(module: str,
+              light: bool) -> tuple[Callable[[int], None], Callable[[], tuple[int, int]]]:
+    """``(cycle(i), cache_info())`` of one module (imported here, so that the child holds
+    only its own); the cycles' inputs are made once, so a cycle allocates only what the
+    distributions do."""
     import jax.numpy as jnp
     import numpy as np
 
@@ -80,6 +82,15 @@ def churn(module: str, cycles: int, points: int, light: bool = False) -> dict[st
             t._log_diff_tail_probs.block_until_ready()
             del t
 
+    return cycle, cache_info
+
+
+def churn(module: str, cycles: int, points: int, light: bool = False) -> dict[str, Any]:
+    """Runs in the child: ``cycles`` create/read/drop cycles, ``points`` RSS checkpoints;
+    ``light``: only the BernoulliLogits part (fewer first-use compilations)."""
+    import jax
+
+    cycle, cache_info = _workload(module, light)
     warmup = max(1, min(2000, cycles // 10))
     for i in range(warmup):
         cycle(i)

@@ -93,13 +93,70 @@ RETRACE_TEXT = (
 )
 
 
+def _new_traces(calls: list[tuple[str, Any]], x: Any) -> tuple[int, list[dict[str, Any]]]:
+    """Call one fresh ``jit(lambda d, x: d.log_prob(x))`` with each ``(label, d)`` in turn:
+    its traces in all, and the traces each call added (after the first, a retrace)."""
+    import jax
+    import jax.numpy as jnp
+
+    traces: list[str] = []
+
+    def logp(d: Any, x: jax.Array) -> jax.Array:
+        traces.append("trace")
+        return jnp.sum(d.log_prob(x))
+
+    f = jax.jit(logp)
+    per_call = []
+    for label, d in calls:
+        before = len(traces)
+        jax.block_until_ready(f(d, x))
+        per_call.append({"call": label, "new_traces": len(traces) - before})
+    return len(traces), per_call
+
+
+def _mvn_calls(m: Any, cov: Any, prec: Any, tril: Any) -> list[tuple[str, Any]]:
+    """A MultivariateNormal built in each way a user can, read, and rebuilt from its leaves:
+    any of them that changed the pytree would retrace."""
+    import jax
+    import jax.numpy as jnp
+
+    from benchmarks.common import quiet
+
+    loc = jnp.zeros(4)
+    with quiet():
+        calls = [
+            ("MVN(covariance_matrix)", m.MultivariateNormal(loc, covariance_matrix=cov)),
+            ("MVN(precision_matrix)", m.MultivariateNormal(loc, precision_matrix=prec)),
+            ("MVN(scale_tril)", m.MultivariateNormal(loc, scale_tril=tril)),
+        ]
+        read = m.MultivariateNormal(loc, scale_tril=tril)
+        read.precision_matrix, read.covariance_matrix  # noqa: B018 - the reads matter
+        calls.append(("MVN(scale_tril) after reading precision/covariance", read))
+        leaves, treedef = jax.tree_util.tree_flatten(calls[0][1])
+        calls.append(("MVN rebuilt by tree_unflatten",
+                      jax.tree_util.tree_unflatten(treedef, leaves)))
+    return calls
+
+
+def _tn_calls(m: Any) -> list[tuple[str, Any]]:
+    """A TruncatedNormal before and after an eager read of its lazy values."""
+    import jax
+
+    from benchmarks.common import quiet
+
+    with quiet():
+        t1 = m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0)
+        t2 = m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0)
+        jax.block_until_ready(t2.log_prob(0.5))  # eager reads of its lazy values
+    return [("TruncatedNormal", t1), ("TruncatedNormal after eager log_prob", t2)]
+
+
 def retraces() -> dict[str, dict[str, Any]]:
     """Traces of one jitted function per module over the same sequence of calls."""
-    import jax
     import jax.numpy as jnp
     import numpy as np
 
-    from benchmarks.common import MODULES, quiet
+    from benchmarks.common import MODULES
 
     rng = np.random.default_rng(1)
     a = rng.standard_normal((4, 4)).astype(np.float32)
@@ -109,50 +166,12 @@ def retraces() -> dict[str, dict[str, Any]]:
     x = jnp.asarray(rng.standard_normal(4), jnp.float32)
     out: dict[str, dict[str, Any]] = {}
     for variant, m in MODULES.items():
-        traces: list[str] = []
-
-        def logp(d: Any, x: jax.Array, traces: list[str] = traces) -> jax.Array:
-            traces.append("trace")
-            return jnp.sum(d.log_prob(x))
-
-        f = jax.jit(logp)
-        loc = jnp.zeros(4)
-        with quiet():
-            calls = [
-                ("MVN(covariance_matrix)", m.MultivariateNormal(loc, covariance_matrix=cov)),
-                ("MVN(precision_matrix)", m.MultivariateNormal(loc, precision_matrix=prec)),
-                ("MVN(scale_tril)", m.MultivariateNormal(loc, scale_tril=tril)),
-            ]
-            read = m.MultivariateNormal(loc, scale_tril=tril)
-            read.precision_matrix, read.covariance_matrix  # noqa: B018 - the reads matter
-            calls.append(("MVN(scale_tril) after reading precision/covariance", read))
-            leaves, treedef = jax.tree_util.tree_flatten(calls[0][1])
-            calls.append(("MVN rebuilt by tree_unflatten",
-                          jax.tree_util.tree_unflatten(treedef, leaves)))
-        per_call = []
-        for label, d in calls:
-            before = len(traces)
-            jax.block_until_ready(f(d, x))
-            per_call.append({"call": label, "new_traces": len(traces) - before})
-        g_traces: list[str] = []
-
-        def logp_tn(d: Any, x: jax.Array, traces: list[str] = g_traces) -> jax.Array:
-            traces.append("trace")
-            return jnp.sum(d.log_prob(x))
-
-        g = jax.jit(logp_tn)
-        with quiet():
-            t1 = m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0)
-            t2 = m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0)
-            jax.block_until_ready(t2.log_prob(0.5))  # eager reads of its lazy values
-        for label, d in (("TruncatedNormal", t1), ("TruncatedNormal after eager log_prob",
-                                                    t2)):
-            before = len(g_traces)
-            jax.block_until_ready(g(d, jnp.asarray(0.5)))
-            per_call.append({"call": label, "new_traces": len(g_traces) - before})
+        mvn_traces, mvn_per_call = _new_traces(_mvn_calls(m, cov, prec, tril), x)
+        tn_traces, tn_per_call = _new_traces(_tn_calls(m), jnp.asarray(0.5))
         # the two functions each need one trace; anything beyond is a retrace
-        total = len(traces) + len(g_traces)
-        out[variant] = {"traces": total, "extra_traces": total - 2, "calls": per_call}
+        total = mvn_traces + tn_traces
+        out[variant] = {"traces": total, "extra_traces": total - 2,
+                        "calls": mvn_per_call + tn_per_call}
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -853,16 +854,12 @@ def _fresh_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hoisting, "_decisions", {})
 
 
-def test_hoisting_decision_is_made_once_per_leaf_ranks_when_sizes_cannot_change_it(
-        monkeypatch):
-    """Whether to hoist a value is decided from the equations its first computation in the
-    trace added (no second, abstract trace: that costs as much as tracing the whole
-    log_prob, ~20 ms for a TruncatedNormal normaliser). A new size reuses a decision that
-    cannot depend on sizes - elementwise work (computed in the trace) and linear algebra
-    (hoisted) - while a decision made by an intermediate's size (a series on a grid) is made
-    again for every shape (and so is every decision under JAX's simplified constants). Either
-    way the decision is the one an abstract trace of the new shape gives, and the jitted
-    result is numpyro's (bit for bit when computed in the trace)."""
+def _record_decisions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[list[tuple[str, tuple]], list[str], Callable]:
+    """Hoisting decides afresh, recording in ``decided`` the value name and leaf shapes of each
+    decision it remembers and in ``abstract`` each value it ran an abstract trace for;
+    ``decide`` is that abstract trace unrecorded, which every decision must agree with."""
     from stabledist._src import hoisting
 
     _fresh_decisions(monkeypatch)
@@ -880,6 +877,22 @@ def test_hoisting_decision_is_made_once_per_leaf_ranks_when_sizes_cannot_change_
 
     monkeypatch.setattr(hoisting, "_remember", counting)
     monkeypatch.setattr(hoisting, "_abstract_mode", abstract_trace)
+    return decided, abstract, decide
+
+
+def test_hoisting_decision_is_made_once_per_leaf_ranks_when_sizes_cannot_change_it(
+        monkeypatch):
+    """Whether to hoist a value is decided from the equations its first computation in the
+    trace added (no second, abstract trace: that costs as much as tracing the whole
+    log_prob, ~20 ms for a TruncatedNormal normaliser). A new size reuses a decision that
+    cannot depend on sizes - elementwise work (computed in the trace) and linear algebra
+    (hoisted) - while a decision made by an intermediate's size (a series on a grid) is made
+    again for every shape (and so is every decision under JAX's simplified constants). Either
+    way the decision is the one an abstract trace of the new shape gives, and the jitted
+    result is numpyro's (bit for bit when computed in the trace)."""
+    from stabledist._src import hoisting
+
+    decided, abstract, decide = _record_decisions(monkeypatch)
 
     def tn(m, b):
         return m.TruncatedNormal(jnp.linspace(-1, 1, b), 1.5, low=-1.0, high=jnp.full(b, 2.0))

@@ -367,25 +367,7 @@ def check_threads(factory: Callable[[], Any], n_threads: int = 4,
     d = factory()
     twin = destabilize(factory()) if upstream is None else upstream()
     names = lazy_names(d)
-    counts: dict[str, int] = defaultdict(int)
-    counts_lock = threading.Lock()
-    patched: list[tuple[Any, Callable[..., Any]]] = []
-    target = id(d)
-    for n in names:
-        desc = _descriptor(type(d), n)
-        if desc is None or any(desc is p for p, _ in patched):
-            continue
-        original = desc.wrapped
-
-        def counting(instance: Any, _f: Callable[..., Any] = original, _n: str = n) -> Any:
-            value = _f(instance)
-            if id(instance) == target:
-                with counts_lock:
-                    counts[_n] += 1
-            return value
-
-        patched.append((desc, original))
-        desc.wrapped = counting
+    counts, patched = _count_computations(d, names)
     barrier = threading.Barrier(n_threads)
     results: list[dict[str, Any]] = [{} for _ in range(n_threads)]
     errors: list[BaseException] = []
@@ -416,6 +398,34 @@ def check_threads(factory: Callable[[], Any], n_threads: int = 4,
         raise errors[0]
     _agree(d, twin, names, results, counts, n_threads)
     COVERAGE.record("threads", d)
+
+
+def _count_computations(
+    d: Any, names: Sequence[str]
+) -> tuple[defaultdict[str, int], list[tuple[Any, Callable[..., Any]]]]:
+    """Make the computation of each of ``names`` count the times it runs for ``d`` (racing
+    threads may each compute a value, but no more than once each); returns the counts and the
+    ``(descriptor, original)`` pairs to restore."""
+    counts: defaultdict[str, int] = defaultdict(int)
+    counts_lock = threading.Lock()
+    patched: list[tuple[Any, Callable[..., Any]]] = []
+    target = id(d)
+    for n in names:
+        desc = _descriptor(type(d), n)
+        if desc is None or any(desc is p for p, _ in patched):
+            continue
+        original = desc.wrapped
+
+        def counting(instance: Any, _f: Callable[..., Any] = original, _n: str = n) -> Any:
+            value = _f(instance)
+            if id(instance) == target:
+                with counts_lock:
+                    counts[_n] += 1
+            return value
+
+        patched.append((desc, original))
+        desc.wrapped = counting
+    return counts, patched
 
 
 def _agree(d: Any, twin: Any, names: Sequence[str], results: list[dict[str, Any]],
