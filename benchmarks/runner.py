@@ -197,8 +197,9 @@ def _finish(payload: dict[str, Any], results: Sequence[BenchResult], plots: Sequ
     payload["cpu_seconds"] = cpu_seconds()
     err = payload["eta_error"]
     if err:
+        # two lines: the summary keeps to 100 columns (a run over 90 s prints this one)
         print(f"The time-left estimates from the first minute on were within "
-              f"{100 * err['worst']:.0f}% of the truth (worst at {err['at']:.0f} s: "
+              f"{100 * err['worst']:.0f}% of the truth\n(worst at {err['at']:.0f} s: "
               f"~{err['estimate']:.0f} s left, {err['truth']:.0f} s in fact).")
     report.write_json(out / "results.json", payload)
     print(f"details: {out / 'report.md'} (results.json, {len(plots)} plots; "
