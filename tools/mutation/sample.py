@@ -185,10 +185,13 @@ def export(rev: str, dest: Path) -> None:
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
+    _extract(rev, ("stabledist", "tests", "benchmarks", "tools", "pyproject.toml"), dest)
+
+
+def _extract(rev: str, paths: Sequence[str], dest: Path) -> None:
     archive = dest / "rev.tar"
     with archive.open("wb") as out:
-        subprocess.run(["git", "archive", rev, "stabledist", "tests", "benchmarks", "tools",
-                        "pyproject.toml"], cwd=REPO, stdout=out, check=True)
+        subprocess.run(["git", "archive", rev, *paths], cwd=REPO, stdout=out, check=True)
     with tarfile.open(archive) as tar:
         tar.extractall(dest, filter="data")
     archive.unlink()
@@ -200,16 +203,10 @@ def export_side(side: str, before: str, after: str, dest: Path) -> None:
     export(before if side == "before" else after, dest)
     if side == "after":
         return
-    testing = dest / "stabledist" / "testing"
-    kept = dest / "testing-of-before"
+    testing, kept = dest / "stabledist" / "testing", dest / "testing-of-before"
     testing.rename(kept)
     shutil.rmtree(dest / "stabledist")
-    archive = dest / "package.tar"
-    with archive.open("wb") as out:
-        subprocess.run(["git", "archive", after, "stabledist"], cwd=REPO, stdout=out, check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(dest, filter="data")
-    archive.unlink()
+    _extract(after, ("stabledist",), dest)
     shutil.rmtree(testing)
     kept.rename(testing)
 
