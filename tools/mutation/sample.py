@@ -242,10 +242,12 @@ def selection(tree: Path, files: Sequence[str]) -> list[str]:
 
 
 _FAILURE = re.compile(r"^(FAILED|ERROR) (\S+)")
+_NOT_FOUND = re.compile(r"^ERROR: not found: \S+", re.MULTILINE)
 
 
 def run_pytest(tree: Path, args: Sequence[str], timeout: int) -> tuple[str, str]:
-    """``("passed" | "killed" | "timeout", the first failing test or why)``."""
+    """``("passed" | "killed" | "timeout" | "missing", the first failing test or why)``;
+    ``"missing"``: pytest found no such node id (exit 4, "not found"), so no test ran."""
     proc = subprocess.Popen([sys.executable, *PYTEST, *args], cwd=tree, env=environment(tree),
                             text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -266,6 +268,8 @@ def run_pytest(tree: Path, args: Sequence[str], timeout: int) -> tuple[str, str]
         return "passed", ""
     if proc.returncode == 5:
         return "passed", "no tests collected"
+    if proc.returncode == 4 and (missing := _NOT_FOUND.search(output)):
+        return "missing", missing[0]  # a node id this tree lacks: no test ran, nothing killed
     for line in output.splitlines():
         if match := _FAILURE.match(line):
             return "killed", match[2]
@@ -364,6 +368,8 @@ def run_side(side: str, before: str, after: str, jobs: int, timeout: int,
             killer = earlier.get(name, {}).get("by", "")
             if side == "after" and "::" in killer:
                 status, why = run_pytest(tree, [killer], timeout)
+                if status == "missing":  # renamed or merged since: the selection decides
+                    status = "passed"
             if status == "passed":
                 stage = "selection"
                 ran = tuple(results.get(name, {}).get("files", ()))
@@ -374,6 +380,8 @@ def run_side(side: str, before: str, after: str, jobs: int, timeout: int,
                     status, why = run_pytest(tree, extra[ran], timeout)
                 else:
                     status, why = run_pytest(tree, args, timeout)
+                # node ids collected without the mutant, gone with it: it broke collection
+                status = "killed" if status == "missing" else status
             if (status == "passed" and side == "after"
                     and earlier.get(name, {}).get("status") != "passed"):
                 stage = "whole suite"
