@@ -273,7 +273,8 @@ def _bounded_program_memory(_caches_of_lowered_modules: list):
 # imported modules, the collected tests, JAX's caches). py-spy on the property suite of 8
 # classes, one process: 32% of its samples were in that `gc.collect()`. Freezing the heap a
 # test starts with (`gc.freeze()`, after collecting it) takes those objects out of every later
-# collection, so each one walks only what the test made: that run 130-134 s -> 94 s.
+# collection, so each one walks only what the test made: that run 130-134 s -> 94 s, and
+# `make test`'s pytest with a warm compilation cache 459 -> 288 s (CONTRIBUTING.md, "CI").
 # A leak is still found (the referrers JAX looks for are the test's own tracers, made after
 # the freeze), and its report still names the holder: `_unfreeze_on_leak`. Cyclic garbage
 # among frozen objects is freed where the programs are (`_release_programs`, above).
