@@ -5,6 +5,7 @@ Shared data lives in ``helpers.py``."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -52,8 +53,10 @@ if "STABLEDIST_TEST_XLA_REPORT" not in os.environ:
             if _rejected else ""))
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    return os.environ["STABLEDIST_TEST_XLA_REPORT"]
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    frozen = ("gc: the heap is frozen at each test's start" if _freezing() else
+              "gc: nothing frozen (this JAX has no maybe_find_leaked_tracers): leak checks slower")
+    return [os.environ["STABLEDIST_TEST_XLA_REPORT"], frozen]
 
 
 # glibc gives every thread that allocates its own malloc arena (up to 8 per core); XLA's
@@ -308,16 +311,17 @@ def _unfreeze_on_leak() -> bool:
     return True
 
 
-_FREEZING: list[bool] = []
+@functools.cache
+def _freezing() -> bool:
+    """Whether tests start from a frozen heap: `_unfreeze_on_leak`, installed once."""
+    return _unfreeze_on_leak()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     import gc
 
-    if not _FREEZING:
-        _FREEZING.append(_unfreeze_on_leak())
-    if _FREEZING[0]:
+    if _freezing():
         gc.collect()
         gc.freeze()
 
