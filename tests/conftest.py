@@ -6,6 +6,7 @@ Shared data lives in ``helpers.py``."""
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import sys
 from pathlib import Path
@@ -289,16 +290,12 @@ def _unfreeze_on_leak() -> bool:
     issue 1651) is frozen, and jax 0.10 then raises an IndexError in place of the leak
     (tests/test_testing_api.py's leak report test). So JAX's search for leaked tracers unfreezes
     the heap when it finds one, before the report is written. ``False`` where this JAX has no
-    such search: then nothing is frozen (slower, never wrong)."""
-    import gc
-
+    such search: then nothing is frozen (slower, never wrong). Installed once: `_freezing`."""
     from jax._src import core
 
     find = getattr(core, "maybe_find_leaked_tracers", None)
     if find is None:
         return False
-    if getattr(find, "unfreezes", False):
-        return True
 
     def find_and_unfreeze(trace: object) -> list:
         tracers = find(trace)
@@ -306,7 +303,6 @@ def _unfreeze_on_leak() -> bool:
             gc.unfreeze()
         return tracers
 
-    find_and_unfreeze.unfreezes = True  # type: ignore[attr-defined]
     core.maybe_find_leaked_tracers = find_and_unfreeze
     return True
 
@@ -319,15 +315,11 @@ def _freezing() -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    import gc
-
     if _freezing():
         gc.collect()
         gc.freeze()
 
 
 def _collect_frozen() -> None:
-    import gc
-
     gc.unfreeze()
     gc.collect()
