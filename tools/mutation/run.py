@@ -207,11 +207,25 @@ def _in_parallel(trees: Sequence[Path], jobs: Sequence[Any],
             raise
 
 
+def baseline_selections(mutants: Sequence[AstMutant]) -> list[tuple[str, ...]]:
+    """The mutants' test selections merged by file, exactly: a whole file where one selection
+    takes it whole, else its ``-k`` expressions or-ed (one process per selection spent most of
+    its time starting: 19 processes, 62 s)."""
+    by_file: dict[str, list[str] | None] = {}
+    for m in mutants:
+        file, *k = m.tests
+        if not k:
+            by_file[file] = None
+        elif by_file.get(file, []) is not None:
+            by_file.setdefault(file, []).append(k[1])
+    return [(f, "-k", " or ".join(f"({e})" for e in dict.fromkeys(exprs))) if exprs else (f,)
+            for f, exprs in by_file.items()]
+
+
 def _baseline(trees: Sequence[Path], mutants: Sequence[AstMutant]) -> None:
-    """Every mutant's tests pass without any mutant (each distinct selection once)."""
+    """Every mutant's tests pass without any mutant."""
     start = time.monotonic()
-    for args, (rc, output) in _in_parallel(trees, list(dict.fromkeys(m.tests for m in mutants)),
-                                           run_pytest):
+    for args, (rc, output) in _in_parallel(trees, baseline_selections(mutants), run_pytest):
         if rc != 0:
             raise RunError(f"tests fail without any mutant ({' '.join(args)}):\n"
                            f"{output[-3000:]}")
