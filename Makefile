@@ -57,7 +57,7 @@ test: $(STAMP)
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-logo --no-cache   # the layers of pyproject.toml
 	$(MAKE) typecheck
-	$(PY) -m pytest $(XDIST) -m "not integration" $(ARGS)
+	$(PY) -m pytest $(XDIST) -m "not integration and not xla_defaults" $(ARGS)
 
 # The property suite's comparisons with numpyro once more under jax_enable_x64, where Python
 # floats are float64 and mix with float32 arrays (CI's step after `make test`, which runs the
@@ -91,7 +91,8 @@ browser:
 # programs whose inputs come in another order (stabledist's leaves in declaration order,
 # numpyro's in set order), and values stabledist computes apart (hoisted, cached) and numpyro
 # in the trace. Eager comparisons (the rest of test_numbers.py) run the same one-operation
-# programs on both sides, so the code generation cannot tell them apart.
+# programs on both sides, so the code generation cannot tell them apart. The real workloads
+# (tests/test_workloads.py, marked `xla_defaults`) run here only: `make test` leaves them out.
 DEFAULT_CODEGEN_TESTS := tests/test_numbers.py::test_same_numbers_under_jit tests/test_workloads.py \
 	tests/test_cache.py
 test-default-codegen: $(STAMP)
@@ -103,12 +104,12 @@ test-default-codegen: $(STAMP)
 # property suite's properties that close over an instance (its lazy values first read, or
 # hoisted, inside a transformation) and the cache's tests once more under it (CI). The
 # properties that pass an instance as an argument (jit, vmap, control flow) close over no
-# array of it: for them the setting changes nothing stabledist does.
-SIMPLIFIED_PROPERTIES := test_closure or test_hoisting
+# array of it: for them the setting changes nothing stabledist does. One pytest run (a test
+# function's node id selects every class it is parametrized over).
+SIMPLIFIED_TESTS := tests/test_properties.py::test_closure tests/test_properties.py::test_hoisting \
+	tests/test_cache.py
 test-simplified-constants: $(STAMP)
-	JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1 $(PY) -m pytest $(XDIST) tests/test_properties.py \
-		-k "$(SIMPLIFIED_PROPERTIES)" $(ARGS)
-	JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1 $(PY) -m pytest $(XDIST) tests/test_cache.py $(ARGS)
+	JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1 $(PY) -m pytest $(XDIST) $(SIMPLIFIED_TESTS) $(ARGS)
 
 # pyright (standard mode, configured in pyproject.toml) on the package, stubs included.
 typecheck: $(STAMP)
@@ -175,13 +176,15 @@ NEWEST_VENV := .venv-newest
 NEWEST_PY := $(NEWEST_VENV)/bin/python
 NEWEST_STAMP := $(NEWEST_VENV)/.installed
 NEWEST_VERSIONS := 3.13 3.12
-# The tests that compare with numpyro (numbers, parity, handlers, workloads), the cache and
-# hoisting, the pytree, export, slicing and batching features, JAX's internals, and the
-# property suite's comparisons with numpyro and transformations (X64_PROPERTIES' selection).
+# The tests that compare with numpyro (numbers, parity, handlers), the cache and hoisting, the
+# pytree, export, slicing and batching features, JAX's internals, and the property suite's
+# comparisons with numpyro and transformations (X64_PROPERTIES' selection and more): one pytest
+# run, so each class's tests share a worker and its compiled programs.
 NEWEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py tests/test_export.py tests/test_slicing.py \
 	tests/test_batched.py tests/test_parity.py tests/test_jax_private.py tests/test_readme.py
-NEWEST_PROPERTIES := test_jit or test_upstream or test_round_trip or test_vmap or test_scan
+NEWEST_PROPERTIES := $(addprefix tests/test_properties.py::,test_jit test_upstream \
+	test_upstream_failures_still_fail test_round_trip test_vmap)
 # Every documented example on the stack users install (each docs page and the README in a fresh
 # process, as tests/test_docs_examples.py runs them), and the multi-process program the parallel
 # guide shows (tests/test_multiprocess.py): integration tests, run with XLA's defaults. The
@@ -210,8 +213,8 @@ $(NEWEST_STAMP): pyproject.toml
 test-newest: $(NEWEST_STAMP)
 	$(NEWEST_PY) -c "import sys, numpyro, jax; print('Python', sys.version.split()[0], \
 		'numpyro', numpyro.__version__, 'jax', jax.__version__)"
-	$(NEWEST_PY) -m pytest $(XDIST) -m "not integration" $(NEWEST_TESTS) $(ARGS)
-	$(NEWEST_PY) -m pytest $(XDIST) tests/test_properties.py -k "$(NEWEST_PROPERTIES)" $(ARGS)
+	$(NEWEST_PY) -m pytest $(XDIST) -m "not integration" $(NEWEST_TESTS) $(NEWEST_PROPERTIES) \
+		$(ARGS)
 	STABLEDIST_TEST_XLA_DEFAULTS=1 $(NEWEST_PY) -m pytest $(XDIST) -m integration \
 		$(NEWEST_DOCS_TESTS) $(ARGS)
 

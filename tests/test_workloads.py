@@ -12,6 +12,10 @@ drift apart in the last bits, so those tests compare the posteriors statisticall
 Models are tiny (a handful of data points, 2 chains, 50-200 draws): the cost is tracing and
 compilation, and numpyro's and stabledist's programs are the same HLO, so the second run of
 each pair hits JAX's compilation cache.
+
+They run under XLA's default code generation, the one users run (``make
+test-default-codegen``, CI), and only there: ``make test``'s cheaper code generation ran them
+once more (90 worker-seconds of a clean clone's run) to compare the same two programs again.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from numpyro.infer import HMC, MCMC, NUTS, SVI, Predictive, Trace_ELBO, autoguid
 from numpyro.infer.util import log_density
 
 import stabledist as sd
+
+pytestmark = pytest.mark.xla_defaults  # `make test-default-codegen` (the docstring)
 
 Workload = Callable[..., Any]
 
