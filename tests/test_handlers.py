@@ -250,14 +250,11 @@ def test_global_with_handler_under_jit():
     assert not np.array_equal(key_data(ours.rng_key), key_data(random.key(0)))
     assert not np.allclose(jnp.stack(f(0.0)), jnp.stack(first))
 
-    up = nh.seed(rng_seed=0)
-
-    def g():
+    def g(up):
         with up:
             return scalar_model(0.0)
 
-    with pytest.raises(Exception, match=r"[Ll]eak"):  # numpyro keeps the traced key
-        jax.jit(g)()
+    assert_numpyro_keeps_the_traced_key(lambda up: jax.jit(lambda: g(up))())
 
 
 @tracing
@@ -399,6 +396,23 @@ def test_nested_seeds_match_numpyro():
     np.testing.assert_array_equal(ours[jnp.array([0, 3])], jnp.stack([a, b]))
 
 
+def assert_numpyro_keeps_the_traced_key(program):
+    """numpyro's seed handler keeps the key it advanced inside ``jit`` (a tracer) and its next
+    draw raises JAX's UnexpectedTracerError (numpyro issue 1651). Checked on the handler
+    itself, with JAX's leak check off for numpyro's run: the check's report walks
+    ``gc.get_referrers`` over the whole heap for each tracer in the chain (4-19 s per report in
+    a pytest worker, for a fact the handler's state shows directly)."""
+    up = nh.seed(rng_seed=0)
+    with jax.check_tracer_leaks(False):
+        try:
+            program(up)
+        except jax.errors.UnexpectedTracerError:  # the leaked key used again in the program
+            pass
+        assert isinstance(up.rng_key, jax.core.Tracer), "numpyro's handler no longer leaks"
+        with pytest.raises(jax.errors.UnexpectedTracerError), up:
+            numpyro.sample("next", numpyro.distributions.Normal())
+
+
 def nested_blocks(handler, module=dist, inner=None):
     """Draws of ``a``, then ``b``, ``b2`` in an inner block of ``handler`` (run by ``inner``,
     e.g. ``jax.jit``), then ``c``, ``d`` back in the outer block."""
@@ -454,8 +468,8 @@ def test_nested_with_same_handler_inside_jit_leaks_nothing(inner):
     else:  # both inside jit: the handler keeps the key it had
         np.testing.assert_array_equal(key_data(handler.rng_key), key_data(random.key(0)))
     if inner == "jit":
-        with pytest.raises(Exception, match=r"[Ll]eak"):  # numpyro keeps the traced key
-            nested_blocks(nh.seed(rng_seed=0), numpyro.distributions, inner=jax.jit)
+        assert_numpyro_keeps_the_traced_key(
+            lambda up: nested_blocks(up, numpyro.distributions, inner=jax.jit))
 
 
 def nested_blocks_traced(handler):

@@ -23,8 +23,8 @@ from stabledist._src.introspect import lazy_names
 from stabledist._src.mirrors import upstream_class
 from stabledist.testing._twin import numpyro_twin, upstream_lazy_names
 
-__all__ = ["Outcome", "StabilityError", "attempt", "describe", "destabilize", "same_outcome",
-           "stack", "valid_value"]
+__all__ = ["Outcome", "StabilityError", "attempt", "attempt_both", "describe", "destabilize",
+           "same_outcome", "stack", "valid_value"]
 
 UNSUPPORTED = (NotImplementedError, ImportError)
 """A method raising one of these is "not defined" for that distribution (numpyro raises
@@ -72,6 +72,20 @@ def attempt(program: Callable[[], Any]) -> Outcome:
         raise
     except Exception as e:
         return Outcome(error=e)
+
+
+def attempt_both(ours: Callable[[], Any], theirs: Callable[[], Any]) -> tuple[Outcome, Outcome]:
+    """`attempt` stabledist's program, then numpyro's, unless stabledist's leaked a tracer: that
+    fails whatever numpyro does (`same_outcome`), and JAX's report of a leak on numpyro's side
+    walks ``gc.get_referrers`` over the whole heap for every leaked tracer (seconds each)."""
+    mine = attempt(ours)
+    if mine.error is not None and _is_leak(mine.error):
+        return mine, NOT_RUN
+    return mine, attempt(theirs)
+
+
+NOT_RUN = Outcome(error=RuntimeError("not run: stabledist's program leaked a tracer first"))
+"""numpyro's outcome where `attempt_both` did not run it."""
 
 
 NUMPYRO_FAILS: dict[str, str] = {

@@ -57,6 +57,7 @@ from stabledist.testing._compare import (
     _rebuild,
     _scalar,
     attempt,
+    attempt_both,
     destabilize,
     layout,
     reference,
@@ -294,7 +295,7 @@ def check_control_flow(d: Any, ref: Reference | None = None,
         with jax.checking_leaks():
             return _control_flow_jit(x, names=ref.names)
 
-    ours, theirs = attempt(lambda: run(d)), attempt(lambda: run(upstream))
+    ours, theirs = attempt_both(lambda: run(d), lambda: run(upstream))
     if same_outcome("control_flow", d, "scan/while_loop/cond program", ours, theirs):
         d_scan, read_scan, d_while, total, d_cond, read_cond, d_cond2, read_cond2 = ours.value
         for label, dd in (("scan carry", d_scan), ("while_loop state", d_while),
@@ -343,7 +344,7 @@ def check_jit(d: Any, ref: Reference | None = None, upstream: Any | None = None)
             out, got = _same_program(_jit, probe, x, ref.value)
         return out, got, _read(out, ref.names, ref.methods, host)
 
-    ours, theirs = attempt(lambda: run(d)), attempt(lambda: run(upstream))
+    ours, theirs = attempt_both(lambda: run(d), lambda: run(upstream))
     if same_outcome("jit", d, "values read inside jit", ours, theirs):
         d_out, got, after = ours.value
         _assert_same_leaves("jit", d, d_out, "returned argument")
@@ -404,8 +405,8 @@ def _check_batched(what: str, ds: Sequence[Any], upstreams: Sequence[Any] | None
     bit, and each instance coming out has the leaves of the one that went in."""
     twins = [destabilize(d) for d in ds] if upstreams is None else list(upstreams)
     values = _stacked_values(refs)
-    ours = attempt(lambda: probe(stack(ds), values))
-    theirs = attempt(lambda: probe(stack(twins), values))
+    ours, theirs = attempt_both(lambda: probe(stack(ds), values),
+                                lambda: probe(stack(twins), values))
     if same_outcome(what, ds[0], f"values read inside {what}", ours, theirs):
         out_d, got = ours.value
         for i, d in enumerate(ds):
@@ -533,7 +534,7 @@ def check_closure(d: Any, ref: Reference | None = None,
             out = jax.jit(transformed, compiler_options=COMPILER_OPTIONS)(jnp.ones(()))
             return (*out, jax.pmap(f_light)(jnp.ones(jax.local_device_count())))
 
-    ours, theirs = attempt(lambda: run(d)), attempt(lambda: run(upstream))
+    ours, theirs = attempt_both(lambda: run(d), lambda: run(upstream))
     if same_outcome("closure", d, "values of the closure under jit, vmap, grad and pmap",
                     ours, theirs) and theirs.ok:
         for label, got, want in zip(("values read inside jit", "jit of the closure",
@@ -740,7 +741,7 @@ def check_parametrizations(d: Any, kwargs: dict[str, Any] | None = None) -> None
         with jax.checking_leaks():
             return _parametrization_flow_jit(stack(xs), xs[0], xs[1], names=names)
 
-    ours, upstream_flow = attempt(lambda: flow(ds)), attempt(lambda: flow(list(theirs.values())))
+    ours, upstream_flow = attempt_both(lambda: flow(ds), lambda: flow(list(theirs.values())))
     if same_outcome("parametrizations", d, "scan and cond over the parametrizations", ours,
                     upstream_flow):
         read, chosen = ours.value
