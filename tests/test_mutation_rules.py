@@ -1,6 +1,6 @@
-"""The rules of `make test-mutation` (tools/mutation/run.py): its baseline, the mutants' tests
-passing without any mutant, runs every test some mutant is judged by, in one pytest process
-per test file."""
+"""The rules of `make test-mutation` (tools/mutation/run.py): a kill counts only when the test
+that made it passes without any mutant; those tests rerun by node id, split over the jobs, and a
+mutant killed otherwise (a timeout, a crash) by its whole selection."""
 
 from __future__ import annotations
 
@@ -11,28 +11,28 @@ MUTATION = Path(__file__).resolve().parents[1] / "tools" / "mutation"
 sys.path.insert(0, str(MUTATION))
 
 from ast_mutants import MUTANTS, AstMutant  # noqa: E402
-from run import baseline_selections  # noqa: E402
+from run import first_failure, kill_confirmations  # noqa: E402
 
 
 def _mutant(*tests: str) -> AstMutant:
     return AstMutant("stabledist/_src/cache.py", "f", "x", None, "label", tests)
 
 
-def test_baseline_merges_selections_by_file_exactly() -> None:
-    merged = baseline_selections([
-        _mutant("tests/a.py", "-k", "one"), _mutant("tests/b.py", "-k", "two"),
-        _mutant("tests/a.py", "-k", "three or four"), _mutant("tests/a.py", "-k", "one"),
-        _mutant("tests/c.py", "-k", "five"), _mutant("tests/c.py"),
-        _mutant("tests/c.py", "-k", "six"),
-    ])
-    assert merged == [("tests/a.py", "-k", "(one) or (three or four)"),
-                      ("tests/b.py", "-k", "(two)"), ("tests/c.py",)]
+def test_kills_are_confirmed_by_the_tests_that_made_them() -> None:
+    a, b, c = _mutant("tests/a.py"), _mutant("tests/b.py", "-k", "two"), _mutant("tests/c.py")
+    killed = [(a, "tests/a.py::test_one[Normal-x]"), (b, "tests/b.py::test_two (error)"),
+              (c, "timed out after 900 s"), (a, "tests/a.py::test_one[Normal-x]"),
+              (b, "pytest exit 3: ['INTERNALERROR']"), (c, "tests/a.py::test_three")]
+    assert kill_confirmations(killed, 2) == [
+        ("tests/a.py::test_one[Normal-x]", "tests/b.py::test_two"),
+        ("tests/a.py::test_three",),
+        ("tests/c.py",), ("tests/b.py", "-k", "two"),
+    ]
+    assert kill_confirmations(killed[:1], 2) == [("tests/a.py::test_one[Normal-x]",)]
 
 
-def test_baseline_covers_every_mutants_tests() -> None:
-    merged = {s[0]: s[2] if len(s) == 3 else None for s in baseline_selections(MUTANTS)}
-    assert len(merged) == len(baseline_selections(MUTANTS))  # one process per file
-    for m in MUTANTS:
-        file, *k = m.tests
-        assert file in merged, m.label
-        assert merged[file] is None or f"({k[1]})" in merged[file], m.label
+def test_what_first_failure_names_is_confirmed_by_node_id() -> None:
+    output = "..F\nFAILED tests/test_cache.py::test_x[Gamma] - AssertionError: no\n1 failed\n"
+    failure = first_failure(1, output)
+    assert kill_confirmations([(MUTANTS[0], failure)], 2) == [
+        ("tests/test_cache.py::test_x[Gamma]",)]
