@@ -617,6 +617,27 @@ def test_check_stable_catches_a_leaked_tracer() -> None:
     _LEAKED.clear()
 
 
+def test_numpyros_side_is_not_run_once_ours_leaked() -> None:
+    """Where stabledist's program leaked, the check fails whatever numpyro does, so numpyro's
+    program is not run (JAX's report of a leak there walks the whole heap); otherwise both."""
+    ran = []
+
+    def theirs():
+        ran.append(1)
+        return 2
+
+    def leaks():
+        raise jax.errors.UnexpectedTracerError("Encountered an unexpected tracer")
+
+    ours, skipped = _compare.attempt_both(leaks, theirs)
+    assert isinstance(ours.error, jax.errors.UnexpectedTracerError) and not ran
+    assert skipped is _compare.NOT_RUN and not skipped.ok
+    ours, both = _compare.attempt_both(lambda: 1, theirs)
+    assert (ours.value, both.value, ran) == (1, 2, [1])
+    _, after_error = _compare.attempt_both(lambda: 1 / 0, theirs)
+    assert after_error.value == 2 and ran == [1, 1]  # a failure that is no leak: numpyro decides
+
+
 def test_check_stable_fails_on_upstream_numpyro() -> None:
     """A plain numpyro MultivariateNormal: reading ``covariance_matrix`` writes ``__dict__``,
     and its leaf order follows PYTHONHASHSEED (set-ordered fields)."""
