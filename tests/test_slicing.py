@@ -178,17 +178,24 @@ class _Renamed(dist.Normal):
         super().__init__(mu, sigma)
 
 
-def test_a_users_constructor_is_called_with_its_fields_or_refused():
-    """A subclass that forwards ``**kwargs`` gets its fields by name; one whose arguments are
-    named otherwise than the fields they set cannot be rebuilt from its fields: refused with
-    the reason, never rebuilt from its defaults (a wrong distribution, silently)."""
+class _Shifting(dist.Normal):
+    def __init__(self, loc, scale):
+        super().__init__(loc + 100.0, scale)
+
+
+def test_a_users_constructor_is_not_called_again():
+    """A user's ``__init__`` may rename or transform its arguments, so a slice of its class
+    is a copy with the fields sliced (what ``vmap`` sees), never the constructor called on
+    the fields (a shift applied twice, or arguments rebuilt from their defaults)."""
     d = _Forwarding(jnp.array([10.0, 20.0, 30.0]), jnp.array([1.0, 2.0, 3.0]), temperature=2.0)
     s = d[2]
     assert (float(s.loc), float(s.scale), s.temperature) == (30.0, 3.0, 2.0)
     assert d[1:].batch_shape == (2,)
     renamed = _Renamed(jnp.array([10.0, 20.0]), 2.0)
-    with pytest.raises(TypeError, match=r"no argument for its field\(s\) \['loc', 'scale'\]"):
-        renamed[0]
+    assert (float(renamed[1].loc), float(renamed[1].scale)) == (20.0, 2.0)
+    shifting = _Shifting(jnp.array([1.0, 2.0]), 1.0)
+    assert type(shifting[1]) is _Shifting and float(shifting[1].loc) == 102.0
+    assert shifting[1].log_prob(102.0) == shifting.log_prob(102.0)[1]
 
 
 def test_a_vmapped_expansion_is_refused_with_the_reason_and_its_promotion_slices():

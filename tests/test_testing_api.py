@@ -981,3 +981,32 @@ def test_catalog_builders_build_through_their_module_argument() -> None:
     for ident, builder in BUILDERS:
         loaded = {i.argval for i in dis.get_instructions(builder) if i.opname == "LOAD_GLOBAL"}
         assert loaded <= ALLOWED_GLOBALS, (ident, sorted(loaded - ALLOWED_GLOBALS))
+
+
+class _Between(stabledist.Distribution):
+    """A user's class with a parameter whose constraint depends on another."""
+
+    arg_constraints: ClassVar = {"low": constraints.real, "high": constraints.dependent}
+    support = constraints.real
+
+    def __init__(self, low, high, width, validate_args=None) -> None:
+        self.low, self.high = low, high  # width: an argument without constraint
+        super().__init__(jnp.shape(low), validate_args=validate_args)
+
+
+@pytest.mark.parametrize("given_", [{"width": 1.0}, {"high": 2.0}], ids=["high", "width"])
+def test_specs_name_the_class_and_parameter_they_cannot_draw(given_: dict) -> None:
+    """A dependent constraint and no constraint at all get the same kind of error: the class,
+    the parameter and the ``params={...}`` to pass, nothing internal."""
+    missing = "high" if "width" in given_ else "width"
+
+    @settings(max_examples=1, database=None)
+    @given(testing.specs(_Between, params=given_))
+    def draw(spec: testing.DistSpec) -> None:
+        spec.build()
+
+    with pytest.raises(TypeError) as error:
+        draw()
+    text = str(error.value)
+    assert f"_Between({missing}=...)" in text and f"params={{'{missing}': " in text, text
+    assert "hint" not in text, text

@@ -5,7 +5,7 @@ pure step from the class, the class it mirrors and `stabledist._src.facts`.
 which attributes are leaves, in declaration order -, the lazy names, the nested fields, each
 parameter's event rank, where the batch shape is read (`BatchRule`) and the class's `Facts`)
 and the attributes to install (cached lazy properties, recomputed attributes, precedence
-restored, ``sample`` and ``log_prob`` whose errors say what to pass: `messages`). The registration
+restored, a mirror's ``sample`` whose errors say what to pass: `messages`). The registration
 (`stabledist._src.registration`) installs them and records the record
 (`stabledist._src.records`).
 
@@ -70,7 +70,7 @@ def describe(cls: type, source: type) -> Description:
     (pure: reads the classes and `stabledist._src.facts`, changes nothing)."""
     facts = facts_of(cls)
     own = _own_pytree_methods(cls)
-    install, lazy, generated = _lazy_attributes(cls, facts)
+    install, lazy, generated = _lazy_attributes(cls, source, facts)
     hybrid = {**facts.hybrid}
     for base in reversed(cls.__mro__):
         hybrid.update(vars(base).get("pytree_hybrid_fields", {}))
@@ -80,17 +80,26 @@ def describe(cls: type, source: type) -> Description:
     if own is not None and own[2]:
         install.update(own[2])
     for name in EXPLAINED:
-        method = explaining(cls, name)
+        method = explaining(cls, name, source)
         if method is not None:
             install[name] = method
+    install = _not_resolved_already(cls, install)
     nested = tuple(n for n in table.data if n not in table.array_fields)
     ranks = _event_ranks(cls, facts)
     record = ClassRecord(
         qualname=cls.__qualname__, source=source, facts=facts, table=table, lazy=lazy,
-        generated=generated, fields=frozenset((*table.data, *table.aux)), nested=nested,
+        generated=generated, added=frozenset(install) - set(vars(cls)),
+        fields=frozenset((*table.data, *table.aux)), nested=nested,
         event_ranks=ranks, batch=batch_rule(table, facts, ranks),
         own=None if own is None else (own[0], own[1]))
     return Description(record, install)
+
+
+def _not_resolved_already(cls: type, install: dict[str, Any]) -> dict[str, Any]:
+    """``install`` less what ``cls`` resolves to already (Python's MRO): a user's class at any
+    depth gets nothing set over what it or its bases define."""
+    return {name: value for name, value in install.items()
+            if isinstance(value, LazyToInstall) or class_attribute(cls, name) is not value}
 
 
 def recomputed_attributes(cls: type, facts: Facts) -> dict[str, Callable[[Any], Any]]:
@@ -101,7 +110,7 @@ def recomputed_attributes(cls: type, facts: Facts) -> dict[str, Callable[[Any], 
     return {n: compute for n, compute in facts.recomputed.items() if n not in declared}
 
 
-def _lazy_attributes(cls: type, facts: Facts
+def _lazy_attributes(cls: type, source: type, facts: Facts
                      ) -> tuple[dict[str, Any], frozenset[str], frozenset[str]]:
     """``(install, lazy, generated)``: every lazy property visible on ``cls`` becomes a cached
     lazy property over the same function, recomputed attributes become ones, and a plain attribute
@@ -109,7 +118,9 @@ def _lazy_attributes(cls: type, facts: Facts
     base generated for that name. ``generated``: what the class holds only for that (a
     subclass resolves past it), not its own lazy properties converted in place."""
     recomputed = recomputed_attributes(cls, facts)
-    install: dict[str, Any] = {n: LazyToInstall(f) for n, f in recomputed.items()}
+    # a mirror gets them; a user's class inherits its mirror's, or keeps its own override
+    install: dict[str, Any] = {n: LazyToInstall(f) for n, f in recomputed.items()
+                               if source is not cls}
     generated: set[str] = set()
     names = {n for base in cls.__mro__ for n, a in vars(base).items() if is_lazy(a)}
     for name in sorted(names - set(recomputed)):

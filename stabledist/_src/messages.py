@@ -1,10 +1,12 @@
 """Errors that say what to pass: where numpyro's own error for a common mistake says nothing
 useful, the same exception, of the same type, with a message naming the mistake and the fix.
 
-Each class's ``sample`` and ``log_prob`` are wrapped (`explaining`, installed by
-`stabledist._src.describe`); the wrapper only acts when the method raises, so a call that
-succeeds is numpyro's call, one frame deeper. Per class, with ``functools.wraps``: the
-wrapper carries each class's own signature and annotations (``typing.get_type_hints``).
+Only ``sample`` is explained, and only on stabledist's own mirrors of numpyro's classes
+(`explaining`, installed by `stabledist._src.describe`): a mirror's MRO holds nothing but
+mirrors before the class it mirrors, so the wrapper calls exactly the method Python would have
+resolved, and only acts when it raises. A user's class never gets one: what it defines, at any
+depth, is what runs. ``log_prob`` is not wrapped: numpyro warns about out-of-support values at
+the first frame outside numpyro, and a wrapper's frame would take the user's line.
 """
 
 from __future__ import annotations
@@ -19,16 +21,20 @@ from stabledist._src.records import find
 
 __all__ = ["EXPLAINED", "explaining"]
 
-EXPLAINED = ("sample", "log_prob")
-"""The methods whose errors are explained."""
+EXPLAINED = ("sample",)
+"""The methods whose errors are explained (on mirrors only)."""
 
 _MARK = "_stabledist_explained"
 
 
-def explaining(cls: type, name: str) -> Callable[..., Any] | None:
-    """``cls``'s own method ``name`` (the first in its MRO that is not one of these
-    wrappers), wrapped so that its errors say what to pass; None where the one ``cls``
-    inherits wraps it already, or it has none."""
+def explaining(cls: type, name: str, source: type) -> Callable[..., Any] | None:
+    """The method ``name`` of the mirror ``cls`` of ``source`` (the first in its MRO that is
+    not one of these wrappers: the mirrors before ``source`` hold only wrappers), wrapped so
+    that its errors say what to pass; None for a class that mirrors nothing (a user's class
+    keeps Python's resolution), where the one ``cls`` inherits wraps it already, or it has
+    none."""
+    if source is cls:
+        return None
     method = next((vars(b)[name] for b in cls.__mro__
                    if name in vars(b) and not hasattr(vars(b)[name], _MARK)), None)
     inherited = next((vars(b)[name] for b in cls.__mro__ if name in vars(b)), None)

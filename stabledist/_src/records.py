@@ -71,7 +71,9 @@ class ClassRecord:
     class it mirrors (numpyro's or a user's class given to ``make_stable``), or the class
     itself. ``lazy``: names that resolve to cached lazy properties (a constructor's assignment
     to one is a given value); ``generated``: names the class holds only to restore MRO
-    precedence; ``fields``: everything an instance's ``__dict__`` may hold by declaration;
+    precedence; ``added``: names the registration set that the class statement did not write
+    (what the class's numpyro twin leaves out); ``fields``: everything an instance's
+    ``__dict__`` may hold by declaration;
     ``nested``: data fields that may hold distributions; ``event_ranks``: each parameter's
     event rank where known (`stabledist._src.facts.EVENT`: the instance's), read by batch shapes
     and slices alike; ``batch``: where the batch shape is read from the leaves (None: nowhere);
@@ -83,6 +85,7 @@ class ClassRecord:
     table: FieldTable
     lazy: frozenset[str]
     generated: frozenset[str]
+    added: frozenset[str]
     fields: frozenset[str]
     nested: tuple[str, ...]
     event_ranks: Mapping[str, int]

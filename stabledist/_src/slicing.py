@@ -5,6 +5,8 @@ TFP and distrax slice batches of distributions; numpyro cannot. A stable class's
 parameter's event rank (`stabledist._src.records`), so a slice is built by the class's own
 constructor from its parameters broadcast to the batch shape and indexed, and from its nested
 distributions sliced the same way (aligned to the right, as they broadcast against the parent).
+A class whose ``__init__`` is a user's (at any depth) is sliced as a copy with its fields
+sliced: its constructor may transform what it is given, and is not called again.
 The constructor recomputes everything derived (``TruncatedNormal``'s promoted base,
 ``LowRankMultivariateNormal``'s capacitance), so ``d[i]`` is the distribution of element ``i``
 with the numbers ``vmap`` sees. A slice of an `ExpandedDistribution` is its base broadcast to the
@@ -28,6 +30,7 @@ from numpyro.distributions.transforms import Transform
 
 from stabledist._src.children import is_distribution
 from stabledist._src.facts import EVENT
+from stabledist._src.introspect import is_numpyro_class
 from stabledist._src.records import ClassRecord, record_of
 
 __all__ = ["getitem"]
@@ -115,7 +118,8 @@ def _slice(d: Any, index: _Index, batch: tuple[int, ...]) -> Any:
             return _slice_field(cls, record, state, name, index, batch)  # total_count: aux
         return state[name]
 
-    kwargs = _constructor_arguments(cls, record, state, sliced, new_batch)
+    kwargs = None if _users_constructor(cls) else _constructor_arguments(
+        cls, record, state, sliced, new_batch)
     if kwargs is None:  # no constructor of its fields: a copy with the fields sliced
         result = object.__new__(cls)
         result.__dict__ = {**state, **{n: sliced(n) for n in record.table.data if n in state},
@@ -229,6 +233,14 @@ def _effective_batch(d: Any) -> tuple[int, ...]:
         shape = np.shape(value)
         shapes.append(shape[: max(len(shape) - rank, 0)])
     return tuple(np.broadcast_shapes(*shapes))
+
+
+def _users_constructor(cls: type) -> bool:
+    """Whether the ``__init__`` ``cls`` runs is a user's: it may do anything with its
+    arguments (shift them, rename them), so called again on its own fields it could build
+    another distribution; its slice is a copy with the fields sliced, as ``vmap`` sees them."""
+    owner = next(b for b in cls.__mro__ if "__init__" in vars(b))
+    return not (is_numpyro_class(owner) or owner.__module__.startswith("stabledist."))
 
 
 def _constructor_parameters(cls: type) -> dict[str, inspect.Parameter]:

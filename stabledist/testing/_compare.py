@@ -21,7 +21,7 @@ from numpyro.distributions import constraints as C  # noqa: N812 - constraint na
 from stabledist._src.cache import CACHE
 from stabledist._src.introspect import lazy_names
 from stabledist._src.mirrors import upstream_class
-from stabledist.testing._twin import numpyro_twin, upstream_lazy_names
+from stabledist.testing._twin import numpyro_twin, skipped_override, upstream_lazy_names
 
 __all__ = ["Outcome", "StabilityError", "attempt", "attempt_both", "describe", "destabilize",
            "same_outcome", "stack", "valid_value"]
@@ -132,9 +132,11 @@ def _error_text(e: BaseException | None) -> str:
 def same_outcome(what: str, d: Any, label: str, ours: Outcome, theirs: Outcome) -> bool:
     """numpyro's outcome decides: where numpyro returns, stabledist must return (then this is
     ``True`` and the caller compares the values); where numpyro raises, stabledist raises the
-    same exception type (``False``: nothing more to compare), unless the class is one of
-    `NUMPYRO_FAILS` (stabledist's improvement: ``True``, its value checked by the caller) or
-    numpyro's run leaked a tracer (``False``). A leak of stabledist's always fails."""
+    same exception type for the same reason (``False``: nothing more to compare; a
+    ``NotImplementedError`` from a base whose override in the class never ran fails), unless
+    the class is one of `NUMPYRO_FAILS` (stabledist's improvement: ``True``, its value checked
+    by the caller) or numpyro's run leaked a tracer (``False``). A leak of stabledist's
+    always fails."""
     if ours.error is not None and _is_leak(ours.error):  # never excused by numpyro's leaking
         raise _fail(what, d, f"{label}: {_leak_text(ours.error)}") from ours.error
     if theirs.error is not None and _is_leak(theirs.error) and ours.ok:
@@ -154,6 +156,9 @@ def same_outcome(what: str, d: Any, label: str, ours: Outcome, theirs: Outcome) 
     if type(ours.error) is not type(theirs.error):
         raise _fail(what, d, f"{label}: stabledist raises {_error_text(ours.error)}, numpyro "
                              f"{_error_text(theirs.error)}") from ours.error
+    skipped = skipped_override(type(d), ours.error)  # the same type for another reason
+    if skipped is not None:
+        raise _fail(what, d, f"{label}: {skipped}") from ours.error
     return False
 
 

@@ -31,7 +31,7 @@ from stabledist.testing._plans import AccessPlan
 from stabledist.testing._registry import PROPERTIES, Example
 from stabledist.testing._spec import DistSpec
 from stabledist.testing._strategies import access_plans
-from stabledist.testing._twin import NoNumpyroTwin, twin_or_reason
+from stabledist.testing._twin import NoNumpyroTwin, resolution_mismatches, twin_or_reason
 
 __all__ = ["StabilityReport", "check_stable"]
 
@@ -115,6 +115,9 @@ def check_stable(
     failures: list[str] = []
     for name in props:
         runner.run_property(name, first, report, failures)
+        if runner.unfaithful:  # its twin runs other code: no comparison means anything
+            failures.insert(0, "resolution: " + "\n  ".join(runner.unfaithful))
+            break
     report.compared_with = dict(runner.compared_with)
     report.notes = list(runner.notes.values())
     if failures:
@@ -213,6 +216,8 @@ class _Runner:
     twins: dict[type, bool] = field(default_factory=dict)
     plain: set[str] = field(default_factory=set)
     """Classes compared with numpyro's own class (a mirror, or numpyro's class itself)."""
+    unfaithful: list[str] = field(default_factory=list)
+    """Attributes a class resolves to other code than its twin (`resolution_mismatches`)."""
 
     def run_property(self, name: str, first: Any, report: StabilityReport,
                      failures: list[str]) -> None:
@@ -262,6 +267,7 @@ class _Runner:
         if cls not in self.twins:
             try:
                 twin = type(destabilize(d))
+                self.unfaithful += resolution_mismatches(cls, twin)
                 self.twins[cls] = True
                 self.compared_with[cls.__name__] = twin_or_reason(cls)[1]
                 if is_numpyro_class(twin) or not stabledist.is_stable(cls):

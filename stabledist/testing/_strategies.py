@@ -348,23 +348,27 @@ def _generic_kwargs(ctx: DrawContext, cls: type, params: Mapping[str, Any]) -> d
         if p.default is None:
             alternatives.append(p.name)
             continue
-        kwargs[p.name] = _draw_param(ctx, c, full=first)
+        kwargs[p.name] = _draw_param(ctx, cls, p.name, c, full=first)
         first = False
     if alternatives:
         chosen = ctx.choice(alternatives)
-        kwargs[chosen] = _draw_param(ctx, constraints[chosen], full=first)
+        kwargs[chosen] = _draw_param(ctx, cls, chosen, constraints[chosen], full=first)
     return kwargs
 
 
-def _draw_param(ctx: DrawContext, c: C.Constraint, full: bool) -> np.ndarray:
-    """A value with the full batch shape (``full``) or a random suffix of it (broadcasts)."""
-    if C.is_dependent(c):
-        raise NotImplementedError(
-            f"parameter with dependent constraint {c!r}: give it a hint or params=..."
-        )
-    cut = 0 if full else ctx.pick(st.integers(0, len(ctx.batch)))
-    value = ctx.value(c, batch=ctx.batch[cut:])
-    return value
+def _draw_param(ctx: DrawContext, cls: type, name: str, c: C.Constraint,
+                full: bool) -> np.ndarray:
+    """A value with the full batch shape (``full``) or a random suffix of it (broadcasts);
+    a constraint with no values to draw (a dependent one) raises, naming what to pass."""
+    try:
+        if C.is_dependent(c):
+            raise NotImplementedError(f"its values depend on other parameters ({c!r})")
+        cut = 0 if full else ctx.pick(st.integers(0, len(ctx.batch)))
+        return ctx.value(c, batch=ctx.batch[cut:])
+    except NotImplementedError as e:
+        raise TypeError(
+            f"cannot draw {cls.__qualname__}({name}=...): its constraint has no values to "
+            f"draw from ({e}); pass params={{{name!r}: strategy_or_callable}}") from None
 
 
 def _resolve_param(ctx: DrawContext, how: Any) -> Any:

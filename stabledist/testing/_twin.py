@@ -18,6 +18,7 @@ report. Hypothesis-free.
 
 from __future__ import annotations
 
+import inspect
 import threading
 import types
 import weakref
@@ -31,8 +32,10 @@ import stabledist
 from stabledist._src.introspect import lazy_names
 from stabledist._src.lazy import lazy_property_of
 from stabledist._src.mirrors import upstream_class
+from stabledist._src.records import find, record_of
 
-__all__ = ["NoNumpyroTwin", "numpyro_twin", "twin_or_reason", "upstream_lazy_names"]
+__all__ = ["RESOLVED", "NoNumpyroTwin", "numpyro_twin", "resolution_mismatches", "resolved_code",
+           "skipped_override", "twin_or_reason", "upstream_lazy_names"]
 
 
 class NoNumpyroTwin(TypeError):  # noqa: N818 - reads as a statement in a traceback
@@ -79,7 +82,9 @@ def twin_or_reason(cls: type) -> tuple[type | None, str]:
     source = upstream_class(cls)
     if found is source:
         return found, _name(found)
-    return found, f"its numpyro twin: {cls.__qualname__}'s own body on {_name(source)}"
+    bases = ", ".join(_name(b) if b in source.__mro__ else f"{b.__qualname__}'s twin"
+                      for b in found.__bases__)
+    return found, f"its numpyro twin: {cls.__qualname__}'s own body on {bases}"
 
 
 def upstream_lazy_names(cls: type) -> tuple[str, ...]:
@@ -94,6 +99,70 @@ def upstream_lazy_names(cls: type) -> tuple[str, ...]:
 
 def _name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+RESOLVED = ("sample", "log_prob", "cdf", "icdf", "mean", "variance", "entropy",
+            "enumerate_support", "__init__")
+"""The attributes whose resolution a class must share with its twin (the methods users
+override; stabledist's own pytree methods are not among them)."""
+
+
+def resolved_code(cls: type, name: str) -> Any:
+    """The code object ``cls.name`` runs: a method's, a property's getter's, a lazy property's
+    function, what a wrapper wraps; None where ``cls`` has no such attribute. A twin's copy of
+    a function (rebound to the twin) shares its code."""
+    attr = inspect.getattr_static(cls, name, None)
+    attr = lazy_property_of(attr)
+    for held in ("fget", "wrapped", "__func__"):
+        attr = getattr(attr, held, attr)
+    attr = inspect.unwrap(attr) if callable(attr) else attr
+    return getattr(attr, "__code__", None)
+
+
+def _where(code: Any) -> str:
+    return "nothing" if code is None else (
+        f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})")
+
+
+def resolution_mismatches(cls: type, twin: type) -> list[str]:
+    """Each attribute of `RESOLVED` that ``cls`` resolves to other code than its twin: a
+    stable class runs what the same hierarchy on numpyro's classes runs, at every depth."""
+    return [f"{cls.__qualname__}.{name} runs {_where(ours)}, its numpyro twin's runs "
+            f"{_where(theirs)}"
+            for name in RESOLVED
+            if (ours := resolved_code(cls, name)) is not (theirs := resolved_code(twin, name))]
+
+
+def skipped_override(cls: type, error: BaseException) -> str | None:
+    """What to say when ``error`` is a ``NotImplementedError`` from a method ``cls`` overrides
+    whose override never ran (a base's method raised in its place): not numpyro's reason for
+    raising, whatever numpyro's twin raises. None otherwise."""
+    if not isinstance(error, NotImplementedError) or error.__traceback__ is None:
+        return None
+    frames = [tb.tb_frame.f_code for tb in _traceback(error.__traceback__)]
+    raised = frames[-1]
+    own = _written_code(cls, raised.co_name)
+    if own is None or own is raised or own in frames:
+        return None
+    return (f"{_where(raised)} raised NotImplementedError, but {cls.__qualname__} defines "
+            f"{raised.co_name} ({_where(own)}), which never ran")
+
+
+def _written_code(cls: type, name: str) -> Any:
+    """The code ``cls.name`` runs by its class statements alone (what stabledist set on a
+    class skipped): the reference a resolution is judged by."""
+    for base in cls.__mro__:
+        record = find(base)
+        skipped = () if record is None else record.added | record.generated
+        if name in vars(base) and name not in skipped:
+            return resolved_code(base, name)
+    return None
+
+
+def _traceback(tb: Any) -> Iterator[Any]:
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
 
 
 def _build(cls: type) -> type | str:
@@ -123,12 +192,14 @@ def _build(cls: type) -> type | str:
 
 def _own_body(cls: type) -> Iterator[tuple[str, Any]]:
     """The entries of ``cls.__dict__`` its class statement wrote: not those `type()` makes,
-    its slots, the attributes stabledist derives, nor copies of a base's entry (the fork
-    copies a base's attribute down to keep its precedence over a generated one)."""
+    its slots, the attributes stabledist derives or set (its record's ``added``), nor copies
+    of a base's entry (the fork copies a base's attribute down to keep its precedence over a
+    generated one)."""
     slots = getattr(cls, "__slots__", ())
     slots = {slots} if isinstance(slots, str) else set(slots)
+    added = record_of(cls).added  # what the registration set: not the user's statement
     for name, value in vars(cls).items():
-        if name in _MADE_BY_TYPE or name in slots:
+        if name in _MADE_BY_TYPE or name in slots or name in added:
             continue
         value = lazy_property_of(value)  # a stable class holds a plain property in its place
         if isinstance(value, lazy_property) and _stabledists(value.wrapped):
