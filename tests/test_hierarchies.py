@@ -376,3 +376,29 @@ def test_a_base_raising_where_the_override_never_ran_is_no_parity() -> None:
     with pytest.raises(NotImplementedError) as error:
         Child().log_prob(0.0)
     assert skipped_override(Child, error.value) is None
+
+
+class _Memoizing(sd.Normal):
+    """Keeps a derived value on ``self`` by hand, the first time ``log_prob`` runs."""
+
+    def log_prob(self, value: Any) -> Any:
+        memo = self.__dict__.get("_memo")
+        if memo is None:
+            memo = self.__dict__["_memo"] = 2.0 * jnp.log(self.scale)
+        return super().log_prob(value) + memo
+
+
+class _MemoizingChild(_Memoizing):
+    pass
+
+
+def test_check_stable_catches_a_chains_memo_of_a_tracer_and_names_its_holder() -> None:
+    """Closed over by ``jit`` before anything read it (a global prior), a subclass of a class
+    that memoizes on ``self`` keeps a tracer there: the closure property says so, naming the
+    attribute and the class."""
+    from stabledist.testing import StabilityError, check_stable
+
+    with pytest.raises(StabilityError) as failure:
+        check_stable(lambda: _MemoizingChild(jnp.zeros(2), jnp.ones(2)), properties="closure")
+    assert "a tracer leaked, held by the attribute '_memo' of a _MemoizingChild" in str(
+        failure.value)

@@ -112,13 +112,17 @@ def _is_leak(e: BaseException) -> bool:
 _HOLDER = re.compile(r"is referred to by ([^<\s].*)$", re.MULTILINE)
 """JAX's ``checking_leaks`` text names what keeps a leaked tracer alive on a line of its own,
 deep in its text: ``<dict 0x..> is referred to by mydists._MEMO``."""
+_ATTRIBUTE = re.compile(r"is referred to by <(\w+) \d+>\.(\w+)$", re.MULTILINE)
+"""An instance's attribute holding it: ``<Tracer ..> is referred to by <MyNormal 140..>._memo``
+(a value a class keeps on ``self`` by hand)."""
 
 
 def _leak_text(e: BaseException) -> str:
     """A leak's report: the holders JAX names first, then JAX's whole text (the first line
     alone, "Leaked tracer(s):", says neither where nor what)."""
     text = str(e).strip()
-    holders = list(dict.fromkeys(_HOLDER.findall(text)))
+    holders = list(dict.fromkeys([*_HOLDER.findall(text), *(
+        f"the attribute {attr!r} of a {cls}" for cls, attr in _ATTRIBUTE.findall(text))]))
     held = f", held by {', '.join(holders)}" if holders else ""
     body = "\n".join(f"    {line}" for line in text.splitlines())
     return f"a tracer leaked{held}; {type(e).__name__}:\n{body}"
