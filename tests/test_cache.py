@@ -811,7 +811,7 @@ def test_long_hoisted_computation_is_one_program_shared_across_instances():
     """SineBivariateVonMises's norm_const (a series, ~30 distinct operations) is hoisted by one
     compiled program, not one eager kernel per operation, and a second instance with the same
     shapes reuses it; the value is numpyro's eager one to rounding."""
-    from stabledist._src.hoisting import hoisting_mode
+    from stabledist._src.hoisting import decide
 
     def make(m, phi):  # a batch of 3: shapes no other test hoists with
         return m.SineBivariateVonMises(jnp.full(3, phi), -1.0, 2.0, 3.0, correlation=0.8)
@@ -820,7 +820,7 @@ def test_long_hoisted_computation_is_one_program_shared_across_instances():
     x = jnp.zeros((7, 3, 2))
     leaves, treedef = jax.tree_util.tree_flatten(first)
     compute = lazy_property_of(class_attribute(type(first), "norm_const")).wrapped
-    assert hoisting_mode(first, "norm_const", compute, leaves, treedef) == "program"
+    assert decide(first, "norm_const", compute, leaves, treedef).mode == "program"
     names = _compiles(lambda: jax.block_until_ready(jax.jit(first.log_prob)(x)))
     assert names == ["jit(hoisted_norm_const)", "jit(log_prob)"]  # no eager kernel
     again = _compiles(lambda: jax.block_until_ready(jax.jit(second.log_prob)(x)))

@@ -44,7 +44,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import jax
 import numpy as np
@@ -55,10 +55,10 @@ from stabledist._src.cache import CACHE
 from stabledist._src.jax_private import Recording, constants_used
 from stabledist._src.records import is_stable_class
 
-__all__ = ["EXPANSION", "HEAVY_PRIMITIVES", "LARGE_CONSTANTS", "MEMO_MAX", "OP_BY_OP_MAX",
-           "Mode", "compute_hoisted", "cpu_one_shot_options", "decide_abstractly",
-           "hoisting_mode", "known_mode", "mode_from_recording", "one_shot_programs",
-           "simplified_constants"]
+__all__ = ["EXPANSION", "HEAVY_PRIMITIVES", "LARGE_CONSTANTS", "MEMO_MAX", "NOT_COMPUTED",
+           "OP_BY_OP_MAX", "Decision", "Mode", "compute_hoisted", "cpu_one_shot_options",
+           "decide", "decide_abstractly", "known_mode", "mode_from_recording",
+           "one_shot_programs", "simplified_constants"]
 
 HEAVY_PRIMITIVES = frozenset({
     # linear algebra (more than linear work in the size of its operands)
@@ -141,14 +141,47 @@ def known_mode(cls: type, name: str, leaves: list[Any]) -> Mode | None:
     return mode
 
 
-def hoisting_mode(instance: Any, name: str, compute: Callable[[Any], Any],
-                  leaves: list[Any], treedef: Any) -> Mode:
-    """The mode of ``compute(instance)`` (the lazy value ``name``) of an instance with
-    concrete leaves: memoized, else decided from an abstract trace (`decide_abstractly`)."""
-    mode = known_mode(type(instance), name, leaves)
+class Decision(NamedTuple):
+    """Where a first read under a trace is computed (`decide`), and the value the recorded
+    computation already gave in the trace (`NOT_COMPUTED` when none did)."""
+
+    mode: Mode
+    value: Any
+
+
+NOT_COMPUTED: Any = object()
+
+
+def decide(instance: Any, name: str, compute: Callable[[Any], Any], leaves: list[Any],
+           treedef: Any, trace: Any = None) -> Decision:
+    """The one decision of where ``compute(instance)`` (the lazy value ``name`` of an
+    instance with concrete leaves) is computed, in this order: the memoized mode; else, in a
+    trace that records (``trace``: the reads' path), the value computed there and the mode
+    decided from what it added (`mode_from_recording`; equations of a value to hoist are
+    taken back out); else an abstract trace from the leaves (`decide_abstractly`). The test
+    oracle asks with no trace: memo, then the abstract trace."""
+    cls = type(instance)
+    mode = known_mode(cls, name, leaves)
+    if mode is not None:
+        return Decision(mode, NOT_COMPUTED)
+    recording = None if trace is None else jax_private.start_recording(trace)
+    if recording is not None:
+        try:
+            value = compute(instance)
+        except Exception:  # needs concrete values (Python control flow on them)
+            value = NOT_COMPUTED
+        if value is not NOT_COMPUTED:
+            eqns = jax_private.recorded_equations(recording)
+            mode = mode_from_recording(cls, name, leaves, recording, eqns, value)
+            if mode == "trace":
+                return Decision(mode, value)
+            if not any(e.effects for e in eqns):
+                # hoisted, or decided again: what the computation added is dead code, and
+                # jit keeps even dead equations in its program
+                jax_private.drop_recorded(recording)
     if mode is None:
-        mode = decide_abstractly(type(instance), name, compute, leaves, treedef)
-    return mode
+        mode = decide_abstractly(cls, name, compute, leaves, treedef)
+    return Decision(mode, NOT_COMPUTED)
 
 
 def decide_abstractly(cls: type, name: str, compute: Callable[[Any], Any], leaves: list[Any],

@@ -13,8 +13,8 @@ or a first read, computed here:
     the trace (elementwise work, numpyro's program) or *hoisted* - computed once, outside
     the trace, entering it as a constant - as `stabledist._src.hoisting` decides. The first
     read at new leaf shapes is computed in the trace while the trace records what it adds
-    (`_computed_in_trace`); hoisting decides from that, and a value to hoist takes those
-    equations back out, so the program has no dead code.
+    (`stabledist._src.hoisting.decide`, the one decision, which the test oracle also asks);
+    a value to hoist takes those equations back out, so the program has no dead code.
   A value that holds a tracer is returned without being stored, so no tracer outlives its
   trace; any other value is stored, and the first one stored is every reader's.
 """
@@ -22,22 +22,14 @@ or a first read, computed here:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 from jax.core import Tracer
 
 from stabledist._src import hoisting, jax_private
 from stabledist._src.cache import CACHE
-from stabledist._src.jax_private import (
-    Recording,
-    current_trace,
-    drop_recorded,
-    is_top_level,
-    recorded_equations,
-    stages,
-    start_recording,
-)
+from stabledist._src.jax_private import current_trace, is_top_level, stages
 
 __all__ = ["CONCRETE_TYPES", "first_read_in_trace", "getter", "is_concrete",
            "value_in_trace"]
@@ -102,44 +94,11 @@ def value_in_trace(instance: Any, name: str, compute: Callable[[Any], Any]) -> A
     if not jax_private.hoisting_available():
         return compute(instance)
     leaves, treedef = jax.tree_util.tree_flatten(instance)
-    if not is_concrete(leaves) or not stages(current_trace()):
+    trace = current_trace()
+    if not is_concrete(leaves) or not stages(trace):
         return compute(instance)
-    cls = type(instance)
-    mode = hoisting.known_mode(cls, name, leaves)
-    if mode is None:
-        computed = _computed_in_trace(instance, compute)
-        if computed is not None:
-            mode = hoisting.mode_from_recording(cls, name, leaves, computed.recording,
-                                                computed.eqns, computed.value)
-            if mode == "trace":
-                return computed.value
-            if not any(e.effects for e in computed.eqns):
-                # hoisted, or decided again: what the computation added is dead code, and
-                # jit keeps even dead equations in its program
-                drop_recorded(computed.recording)
-        if mode is None:
-            mode = hoisting.decide_abstractly(cls, name, compute, leaves, treedef)
-    if mode == "trace":
-        return compute(instance)
-    return hoisting.compute_hoisted(instance, name, compute, mode, leaves, treedef,
+    decision = hoisting.decide(instance, name, compute, leaves, treedef, trace)
+    if decision.mode == "trace":
+        return compute(instance) if decision.value is hoisting.NOT_COMPUTED else decision.value
+    return hoisting.compute_hoisted(instance, name, compute, decision.mode, leaves, treedef,
                                     CACHE.values_of(instance))
-
-
-class _Computed(NamedTuple):
-    value: Any
-    recording: Recording
-    eqns: list[Any]
-
-
-def _computed_in_trace(instance: Any, compute: Callable[[Any], Any]) -> _Computed | None:
-    """``compute(instance)`` in the current trace, with the equations it added; None when the
-    trace records elsewhere or the computation needs concrete values (Python control flow on
-    them)."""
-    recording = start_recording(current_trace())
-    if recording is None:
-        return None
-    try:
-        value = compute(instance)
-    except Exception:
-        return None
-    return _Computed(value, recording, recorded_equations(recording))

@@ -25,6 +25,7 @@ with JAX's persistent compilation cache set up, the second is read from it, not 
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -38,7 +39,7 @@ from jax.sharding import PartitionSpec
 from jax.tree_util import FlattenedIndexKey, GetAttrKey, SequenceKey
 
 from stabledist._src.cache import CACHE
-from stabledist._src.hoisting import hoisting_mode
+from stabledist._src.hoisting import decide
 from stabledist._src.introspect import class_attribute, lazy_names
 from stabledist._src.lazy import lazy_property_of
 from stabledist._src.mirrors import upstream_class
@@ -510,14 +511,15 @@ def check_closure(d: Any, ref: Reference | None = None,
     values through the same programs (to rounding: stabledist may hoist a lazy value out of
     them), no tracer leaks, nothing cached for ``d`` holds a tracer, and eager reads afterwards
     give the same values as before."""
-    # closed over before anything read it (a global prior's first read is in the trace): a
-    # value a user's class keeps on itself by hand is then a tracer there, which must not stay
-    closed = _rebuild(d)
-    ref = reference(d) if ref is None else ref
-    upstream = destabilize(d) if upstream is None else upstream
+    # ``d`` closed over before anything read it (a global prior's first read is in the
+    # trace; a value a user's class keeps on itself by hand is then a tracer there, which
+    # must not stay): the eager reference is read from a copy
+    copied = copy.copy(d)
+    ref = reference(copied) if ref is None else ref
+    upstream = destabilize(copied) if upstream is None else upstream
     names, methods, value = ref.names, ref.methods, user_value(ref.value)
     light = tuple(m for m in methods if m in traced)
-    before = attempt(lambda: _read(d, names, methods, value))
+    before = attempt(lambda: _read(copied, names, methods, value))
 
     def run(x: Any) -> Any:
         def f(s: jax.Array, methods: tuple[str, ...] = methods) -> jax.Array:
@@ -537,20 +539,20 @@ def check_closure(d: Any, ref: Reference | None = None,
             out = jax.jit(transformed, compiler_options=COMPILER_OPTIONS)(jnp.ones(()))
             return (*out, jax.pmap(f_light)(jnp.ones(jax.local_device_count())))
 
-    ours, theirs = attempt_both(lambda: run(closed), lambda: run(upstream))
+    ours, theirs = attempt_both(lambda: run(d), lambda: run(upstream))
     if same_outcome("closure", d, "values of the closure under jit, vmap, grad and pmap",
                     ours, theirs) and theirs.ok:
         for label, got, want in zip(("values read inside jit", "jit of the closure",
                                      "vmap of the closure", "grad of the closure",
                                      "pmap of the closure"), ours.value, theirs.value):
             _assert_close("closure", d, label, got, want, exact=False)
-    for name, cached in CACHE.values_of(closed).items():
+    for name, cached in CACHE.values_of(d).items():
         if any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(cached)):
             raise _fail("closure", d, f"the cache holds a tracer for {name!r}")
-    for name, v in vars(closed).items():
+    for name, v in vars(d).items():
         if any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(v)):
             raise _fail("closure", d, f"attribute {name!r} holds a tracer")
-    after = attempt(lambda: _read(closed, names, methods, value))
+    after = attempt(lambda: _read(d, names, methods, value))
     if same_outcome("closure", d, "eager values after the transformations", after, before):
         _assert_close("closure", d, "eager values after the transformations", after.value,
                       before.value, exact=True)
@@ -607,7 +609,7 @@ def _compiled_hoists(d: Any, names: set[str]) -> set[str]:
     for n in names:
         prop = lazy_property_of(class_attribute(type(d), n))
         compute = getattr(prop, "wrapped", None)
-        if compute is not None and hoisting_mode(d, n, compute, leaves, treedef) == "program":
+        if compute is not None and decide(d, n, compute, leaves, treedef).mode == "program":
             out.add(n)
     return out
 
