@@ -15,7 +15,7 @@ OLDEST_PINS := numpyro==0.21.0 jax==0.7.0 jaxlib==0.7.0
 OLDEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py
 
-.PHONY: bench test-bench release-check test test-x64 test-integration test-default-codegen test-simplified-constants typecheck stubs test-properties test-oldest test-newest test-upstream \
+.PHONY: bench test-bench release-check check test test-x64 test-integration test-default-codegen test-simplified-constants typecheck stubs test-properties test-oldest test-newest test-upstream \
 	test-upstream-slice test-mutation test-mutation-full test-mutation-sample docs clean browser
 
 $(STAMP): pyproject.toml
@@ -52,6 +52,19 @@ release-check: $(BENCH_STAMP)
 # worker (--dist loadgroup, as tests/conftest.py defines it: the class a test's parameter
 # names, else its module), so they share its compiled operations.
 XDIST := -n auto --dist loadgroup
+
+# The inner loop, after each edit (about a minute on 2 cores with a warm venv): ruff, the import
+# contracts, pyright, and the tests of the core's own machinery with the property suite on its
+# covering set of kinds of class (tests/test_properties.py INDEPENDENT_OF_CLASS). `make test`
+# is the whole suite.
+CHECK_TESTS := tests/test_properties.py tests/test_pytree.py tests/test_hierarchies.py \
+	tests/test_messages.py tests/test_architecture.py tests/test_internals.py
+check: $(STAMP)
+	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports --no-logo --no-cache
+	$(MAKE) typecheck
+	STABLEDIST_PROPERTY_CLASSES=covering $(PY) -m pytest $(XDIST) -q \
+		-m "not integration and not xla_defaults" $(CHECK_TESTS) $(ARGS)
 
 test: $(STAMP)
 	$(PY) -m ruff check .

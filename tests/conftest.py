@@ -35,7 +35,7 @@ def _accepted_xla_flags(flags: list[str]) -> tuple[list[str], list[str]]:
 
 # 4 host devices for pmap/shard_map, and XLA's cheaper CPU code generation (no MLIR fusion
 # emitters, no LLVM optimization): the suite compiles thousands of programs, most of them one
-# eager operation (CONTRIBUTING.md, "CI", has the measurements). Every comparison the suite
+# eager operation. Every comparison the suite
 # makes is between two computations compiled under the same flags (stabledist and numpyro, a
 # value and its reference), so "the same program gives the same bits" is tested all the same.
 # STABLEDIST_TEST_XLA_DEFAULTS=1 keeps XLA's defaults: CI's test-default-codegen (the
@@ -289,8 +289,7 @@ def _bounded_program_memory(_caches_of_lowered_modules: list):
 # imported modules, the collected tests, JAX's caches). py-spy on the property suite of 8
 # classes, one process: 32% of its samples were in that `gc.collect()`. Freezing the heap a
 # test starts with (`gc.freeze()`, after collecting it) takes those objects out of every later
-# collection, so each one walks only what the test made: that run 130-134 s -> 94 s, and
-# `make test`'s pytest with a warm compilation cache 459 -> 288 s (CONTRIBUTING.md, "CI").
+# collection, so each one walks only what the test made (about a third of the suite's time).
 # A leak is still found (the referrers JAX looks for are the test's own tracers, made after
 # the freeze), and its report still names the holder: `_unfreeze_on_leak`. Cyclic garbage
 # among frozen objects is freed where the programs are (`_release_programs`, above).

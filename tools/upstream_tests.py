@@ -77,7 +77,7 @@ SEARCH = ("test", "test/contrib", "test/contrib/distributions")
 # The CI slice: of each file named here every K-th test (by zlib.crc32 of the node id, so
 # the slice is fixed), all tests of the other files (test_handlers, test_pickle,
 # test_compile). Chosen so that modes A and B together take a few minutes on 2 cores
-# (CONTRIBUTING.md, "numpyro's own test suite", has the measurement).
+# (CONTRIBUTING.md, "numpyro's own test suite").
 SLICE = {
     "test_distributions.py": 50,
     "test_gof.py": 50,

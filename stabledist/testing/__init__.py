@@ -17,11 +17,13 @@ The checks, `DistSpec`, `AccessPlan` and `catalog` work without hypothesis; `che
 the strategies need it (`pip install "stabledist[testing]"`). Everything is imported on first
 use. The modules behind these names are private: `_compare` (describing and comparing),
 `_constraints` (constraint values), `_spec` / `_strategies` (drawing), `_plans` (access
-plans), `_transforms` (the transformation checks), `_upstream` (comparisons with numpyro),
-`_process` (hash seeds, release, threads), `_registry` (`PROPERTIES`), `_twin` (the numpyro
-twin a class is compared with: numpyro's class, the one `make_stable` wrapped, or a user's
-class body on numpyro's base) and `_stable` (`check_stable`). The per-class facts they use
-are data: catalog examples in `_examples`, strategy hints in `_hints`.
+plans), `_transforms` (the transformation checks), `_closed_over` (an instance closed over by
+a transformation, its lazy values first read there), `_parametrizations` (alternative
+parametrizations), `_upstream` (comparisons with numpyro), `_process` (hash seeds, release,
+threads), `_registry` (`PROPERTIES`), `_twin` (the numpyro twin a class is compared with:
+numpyro's class, the one `make_stable` wrapped, or a user's class body on numpyro's base) and
+`_stable` (`check_stable`). The per-class facts they use are data: catalog examples in
+`_examples`, strategy hints in `_hints`.
 """
 
 from __future__ import annotations
@@ -47,10 +49,10 @@ _EXPORTS: dict[str, str] = {
     "check_vmap": "_transforms",
     "check_pmap": "_transforms",
     "check_shard_map": "_transforms",
-    "check_closure": "_transforms",
-    "check_hoisting": "_transforms",
-    "check_parametrizations": "_transforms",
-    "parametrizations": "_transforms",
+    "check_closure": "_closed_over",
+    "check_hoisting": "_closed_over",
+    "check_parametrizations": "_parametrizations",
+    "parametrizations": "_parametrizations",
     "check_tree_map": "_upstream",
     "check_upstream": "_upstream",
     "check_hash_seed": "_process",

@@ -14,19 +14,17 @@ from typing import Any
 
 import jax
 
+from stabledist.testing._closed_over import check_closure, check_hoisting
+from stabledist.testing._parametrizations import check_parametrizations, parametrizations
 from stabledist.testing._plans import AccessPlan, check_access_plan, full_plan
 from stabledist.testing._process import check_hash_seed, check_release, check_threads
 from stabledist.testing._transforms import (
-    check_closure,
     check_control_flow,
-    check_hoisting,
     check_jit,
-    check_parametrizations,
     check_pmap,
     check_round_trip,
     check_shard_map,
     check_vmap,
-    parametrizations,
 )
 from stabledist.testing._upstream import check_tree_map, check_upstream
 

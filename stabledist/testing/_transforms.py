@@ -1,7 +1,7 @@
 """The transformation checks: an instance through a pytree round trip, control flow (`scan`,
-`while_loop`, `cond`), `jit`, `vmap`, `pmap`, `shard_map`, closed over by transformations, read
-for the first time inside one (`check_hoisting`), and built through each of its class's
-alternative parametrizations (`check_parametrizations`). Hypothesis-free.
+`while_loop`, `cond`), `jit`, `vmap`, `pmap` and `shard_map`, passed to the transformation as
+an argument (the instance closed over is `_closed_over`'s, its alternative parametrizations
+`_parametrizations`'s). Hypothesis-free.
 
 Every check runs the very same program on numpyro's instance with the same parameters (its
 ``upstream`` argument; by default the numpyro twin of the stable instance) and compares
@@ -12,7 +12,6 @@ very jaxpr (``tests/test_parity.py`` compares them), but its inputs in another o
 may round a program differently when only the order of its parameters differs - numpyro's own
 ``jit(lambda d, v: (d, d.log_prob(v), d.log_prob(x)))`` of a ``GaussianCopulaBeta`` gives
 ``-0.07742774`` or ``-0.07742798`` depending on ``PYTHONHASHSEED``, which orders its leaves.
-An instance closed over may have lazy values hoisted out of the program (`check_closure`).
 Values for ``log_prob`` are passed as users write them (Python numbers, NumPy arrays), closed
 over by the traced function, and as traced arguments.
 
@@ -25,8 +24,6 @@ with JAX's persistent compilation cache set up, the second is read from it, not 
 
 from __future__ import annotations
 
-import copy
-import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,23 +31,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro.distributions as nd
-from jax.core import Tracer
 from jax.sharding import PartitionSpec
 from jax.tree_util import FlattenedIndexKey, GetAttrKey, SequenceKey
 
-from stabledist._src.cache import CACHE
-from stabledist._src.hoisting import decide
-from stabledist._src.introspect import class_attribute, lazy_names
-from stabledist._src.lazy import lazy_property_of
-from stabledist._src.mirrors import upstream_class
+from stabledist._src.introspect import lazy_names
 from stabledist.testing._compare import (
     COMPILER_OPTIONS,
     COVERAGE,
     TRACED_METHODS,
-    UNSUPPORTED,
     Outcome,
     Reference,
-    StabilityError,
     _assert_close,
     _assert_same_leaves,
     _fail,
@@ -60,41 +50,21 @@ from stabledist.testing._compare import (
     attempt,
     attempt_both,
     destabilize,
-    layout,
     reference,
     same_outcome,
     stack,
     valid_value,
 )
 from stabledist.testing._spec import user_value
-from stabledist.testing._twin import twin_or_reason
 
 __all__ = [
-    "HOISTING_TRANSFORMS",
-    "check_closure",
-    "check_hoisting",
-    "check_parametrizations",
     "check_control_flow",
     "check_jit",
     "check_pmap",
     "check_round_trip",
     "check_shard_map",
     "check_vmap",
-    "parametrizations",
 ]
-
-NOT_PARAMETRIZATIONS: dict[str, dict[str, str]] = {
-    "GaussianStateSpace": {
-        "initial_value": "optional data (the state at time 0), not an alternative to the "
-                         "covariance parametrizations",
-    },
-}
-"""Optional (``None``-default) constrained constructor keywords that are NOT alternative
-parametrizations. Every other such keyword is one (MultivariateNormal covariance_matrix /
-precision_matrix / scale_tril, the Wisharts' scale_matrix / rate_matrix / scale_tril,
-CirculantNormal covariance_row / covariance_rfft, GaussianCopula correlation_matrix /
-correlation_cholesky). The factories (Categorical(probs= | logits=), ...) build different
-classes per keyword, so they have no common tree structure to check."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -496,293 +466,3 @@ def check_shard_map(ds: Sequence[Any], key: jax.Array | None = None,
 
     _check_batched("shard_map", ds, upstreams, refs, probe)
     COVERAGE.record("shard_map", ds[0])
-
-
-# ---------------------------------------------------------------------------------------------
-# 8. closure
-# ---------------------------------------------------------------------------------------------
-
-
-def check_closure(d: Any, ref: Reference | None = None,
-                  traced: Sequence[str] = TRACED_METHODS, upstream: Any | None = None) -> None:
-    """Check ``d`` closed over (not passed) by ``jit``, ``vmap``, ``pmap`` and ``grad``.
-
-    ``d`` closed over (not passed) by ``jit``, ``vmap``, ``pmap`` and ``grad``: numpyro's
-    values through the same programs (to rounding: stabledist may hoist a lazy value out of
-    them), no tracer leaks, nothing cached for ``d`` holds a tracer, and eager reads afterwards
-    give the same values as before."""
-    # ``d`` closed over before anything read it (a global prior's first read is in the
-    # trace; a value a user's class keeps on itself by hand is then a tracer there, which
-    # must not stay): the eager reference is read from a copy
-    copied = copy.copy(d)
-    ref = reference(copied) if ref is None else ref
-    upstream = destabilize(copied) if upstream is None else upstream
-    names, methods, value = ref.names, ref.methods, user_value(ref.value)
-    light = tuple(m for m in methods if m in traced)
-    before = attempt(lambda: _read(copied, names, methods, value))
-
-    def run(x: Any) -> Any:
-        def f(s: jax.Array, methods: tuple[str, ...] = methods) -> jax.Array:
-            return s * _scalar(_read(x, names, methods, value))
-
-        def f_light(s: jax.Array) -> jax.Array:
-            return f(s, light)
-
-        def transformed(s: jax.Array) -> Any:
-            # vmap and grad of the closure, traced inside one jit (one compile, not op by
-            # op); they read the lazy values and the ``traced`` methods (log_prob only in
-            # thorough runs: it is the costliest part to trace, and is read twice already)
-            return (_read(x, names, methods, value), f(s), jax.vmap(f_light)(jnp.stack([s, s])),
-                    jax.grad(f_light)(s))
-
-        with jax.checking_leaks():
-            out = jax.jit(transformed, compiler_options=COMPILER_OPTIONS)(jnp.ones(()))
-            return (*out, jax.pmap(f_light)(jnp.ones(jax.local_device_count())))
-
-    ours, theirs = attempt_both(lambda: run(d), lambda: run(upstream))
-    if same_outcome("closure", d, "values of the closure under jit, vmap, grad and pmap",
-                    ours, theirs) and theirs.ok:
-        for label, got, want in zip(("values read inside jit", "jit of the closure",
-                                     "vmap of the closure", "grad of the closure",
-                                     "pmap of the closure"), ours.value, theirs.value):
-            _assert_close("closure", d, label, got, want, exact=False)
-    for name, cached in CACHE.values_of(d).items():
-        if any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(cached)):
-            raise _fail("closure", d, f"the cache holds a tracer for {name!r}")
-    for name, v in vars(d).items():
-        if any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(v)):
-            raise _fail("closure", d, f"attribute {name!r} holds a tracer")
-    after = attempt(lambda: _read(d, names, methods, value))
-    if same_outcome("closure", d, "eager values after the transformations", after, before):
-        _assert_close("closure", d, "eager values after the transformations", after.value,
-                      before.value, exact=True)
-    COVERAGE.record("closure", d)
-
-
-# ---------------------------------------------------------------------------------------------
-# Hoisting: lazy values first read inside a transformation.
-# ---------------------------------------------------------------------------------------------
-
-HOISTING_TRANSFORMS: tuple[str, ...] = ("jit", "vmap", "grad", "scan", "pmap", "shard_map")
-
-
-def _eager_lazies(d: Any) -> dict[str, Any]:
-    """The array-valued lazy values of ``d`` that read eagerly without error."""
-    return reference(d, value=jnp.zeros(())).lazies
-
-
-def _first_read(transform: str, d: Any, names: tuple[str, ...]) -> dict[str, Any]:
-    """``d``'s lazy values, read for the first time inside ``transform`` (``d`` is closed
-    over: its leaves are concrete); what the transformed function returns, unbatched."""
-
-    def read(s: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
-        return s, {n: getattr(d, n) for n in names}
-
-    ndev = jax.device_count()
-    with jax.checking_leaks():
-        if transform == "jit":
-            return jax.jit(read, compiler_options=COMPILER_OPTIONS)(jnp.zeros(()))[1]
-        if transform == "vmap":
-            out = jax.vmap(read)(jnp.zeros(2))[1]
-        elif transform == "grad":
-            return jax.grad(lambda s: (s, read(s)[1]), has_aux=True)(jnp.zeros(()))[1]
-        elif transform == "scan":
-            out = jax.lax.scan(lambda c, s: (c, read(s)[1]), 0, jnp.zeros(1))[1]
-        elif transform == "pmap":
-            out = jax.pmap(read)(jnp.zeros(ndev))[1]
-        elif transform == "shard_map":
-            mesh = jax.sharding.Mesh(np.array(jax.devices()), ("i",))
-            body = jax.shard_map(lambda s: jax.tree_util.tree_map(
-                lambda x: jnp.asarray(x)[None], read(s[0])[1]), mesh=mesh,
-                in_specs=PartitionSpec("i"), out_specs=PartitionSpec("i"))
-            out = jax.jit(body, compiler_options=COMPILER_OPTIONS)(jnp.zeros(ndev))
-        else:
-            raise ValueError(f"unknown transformation {transform!r}; choose from "
-                             f"{HOISTING_TRANSFORMS}")
-    return jax.tree_util.tree_map(lambda x: x[0], out)
-
-
-def _compiled_hoists(d: Any, names: set[str]) -> set[str]:
-    """Which of ``d``'s lazy values ``names`` a staging trace hoists with a compiled program."""
-    leaves, treedef = jax.tree_util.tree_flatten(d)
-    out = set()
-    for n in names:
-        prop = lazy_property_of(class_attribute(type(d), n))
-        compute = getattr(prop, "wrapped", None)
-        if compute is not None and decide(d, n, compute, leaves, treedef).mode == "program":
-            out.add(n)
-    return out
-
-
-def check_hoisting(make: Callable[[], Any], upstream: Callable[[], Any] | None = None,
-                   transforms: Sequence[str] = HOISTING_TRANSFORMS) -> None:
-    """Check that lazy values first read inside a transformation are numpyro's.
-
-    A *fresh* instance (from ``make``) whose lazy values are first read inside each of
-    ``transforms`` gives numpyro's values: bit for bit numpyro's *eager* value for every
-    value it cached under ``grad``/``vmap`` (computed eagerly, as numpyro does), numpyro's
-    eager value up to compiled-kernel rounding for a value a staging transformation hoisted
-    with a compiled program (`stabledist._src.hoisting`; on an accelerator short values are
-    hoisted op by op: bit for bit), and,
-    inside ``jit``, numpyro's value read inside ``jit`` for every other one (computed in the
-    trace, the same program as numpyro's; under the other transformations those are
-    compared with the eager values by `check_vmap`, `check_pmap`, ...).
-
-    The instance is closed over, so its leaves are concrete inside the transformation.
-    ``upstream`` builds the numpyro instance with the same parameters (default: the numpyro
-    twin of a ``make()``). Each transformation gets its own fresh instances, so no eager
-    read has filled the cache before.
-    """
-    build_twin = upstream if upstream is not None else (lambda: destabilize(make()))
-    want = _eager_lazies(build_twin())
-    names = tuple(sorted(want))
-    d = None
-    for transform in transforms:
-        if transform in ("pmap", "shard_map") and jax.device_count() < 2:
-            continue
-        d = make()
-        got = _first_read(transform, d, names)
-        hoisted = set(CACHE.values_of(d)) - set(CACHE.given(d))
-        traced = tuple(n for n in names if n not in hoisted and n not in CACHE.given(d))
-        expected = {n: want[n] for n in names if n not in traced}
-        if transform != "jit":  # computed in the trace: check_vmap, check_pmap, ... compare
-            names_checked = tuple(n for n in names if n not in traced)  # those with eager ones
-        else:  # the same program as numpyro's: the same bits
-            names_checked = names
-            if traced:
-                expected.update(_first_read(transform, build_twin(), traced))
-        # under grad/vmap alone nothing is hoisted: cached values are computed eagerly
-        compiled = set() if transform in ("grad", "vmap") else _compiled_hoists(d, hoisted)
-        label = (f"lazy values first read inside {transform} (cached: {sorted(hoisted)}, "
-                 f"of which by a compiled program: {sorted(compiled)}; computed in the "
-                 f"trace: {list(traced)})")
-        _assert_close("hoisting", d, label,
-                      {n: got[n] for n in names_checked if n not in compiled},
-                      {n: expected[n] for n in names_checked if n not in compiled}, exact=True)
-        _assert_close("hoisting", d, label, {n: got[n] for n in sorted(compiled)},
-                      {n: expected[n] for n in sorted(compiled)}, exact=False)
-    if d is None:
-        raise StabilityError("[hoisting] no transformation ran")
-    COVERAGE.record("hoisting", d)
-
-
-# ---------------------------------------------------------------------------------------------
-# Alternative parametrizations.
-# ---------------------------------------------------------------------------------------------
-
-
-def parametrizations(cls: type) -> tuple[str, ...]:
-    """Return the constructor keywords of ``cls`` that are alternative parametrizations.
-
-    Optional (``None`` default) parameters with an ``arg_constraints`` entry, less the ones
-    `NOT_PARAMETRIZATIONS` lists (optional, but not an alternative).
-    Empty when there are fewer than two."""
-    # the class's own constructor and constraints (a user's subclass may add or change
-    # them); the exceptions are numpyro's, looked up by the numpyro class it derives from
-    constraints = getattr(cls, "arg_constraints", {})
-    try:
-        params = inspect.signature(cls.__init__).parameters.values()
-    except (TypeError, ValueError):  # pragma: no cover - a C-implemented __init__
-        return ()
-    skip = NOT_PARAMETRIZATIONS.get(upstream_class(cls).__name__, {})
-    names = tuple(p.name for p in params
-                  if p.default is None and p.name in constraints and p.name not in skip)
-    return names if len(names) > 1 else ()
-
-
-def _parametrization_flow(ds: Any, first: Any, other: Any, names: tuple[str, ...]) -> Any:
-    """Read every stacked instance in a ``scan``; choose between two with ``cond``."""
-    _, read = jax.lax.scan(lambda c, x: (c, {n: getattr(x, n) for n in names}), 0, ds)
-    pred = _scalar(jax.tree_util.tree_leaves(first)) > 0
-    chosen = jax.lax.cond(pred, lambda a, b: a, lambda a, b: b, first, other)
-    return read, chosen
-
-
-_parametrization_flow_jit = jax.jit(_parametrization_flow, static_argnames=("names",),
-                                    compiler_options=COMPILER_OPTIONS)
-
-
-def check_parametrizations(d: Any, kwargs: dict[str, Any] | None = None) -> None:
-    """Check that ``d``'s class has one tree structure for all its parametrizations.
-
-    Every alternative constructor keyword of ``d``'s class (`parametrizations`) gives one
-    tree structure with the same leaf shapes and dtypes, so instances built through different
-    ones stack, ``scan`` and pass through ``cond`` together, with their own values.
-
-    The other instances are built with ``kwargs`` (default: read from ``d``'s attributes)
-    and, for each alternative, its value as ``d`` reads it (``MultivariateNormal``'s
-    ``precision_matrix`` from an instance built with ``scale_tril``).
-    """
-    cls = type(d)
-    alternatives = parametrizations(cls)
-    if not alternatives:
-        raise ValueError(f"{cls.__name__} has no alternative parametrizations")
-    if kwargs is None:
-        kwargs = {}
-        for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:
-            if p.name in alternatives or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                continue
-            if p.name in vars(d) or hasattr(d, p.name):
-                kwargs[p.name] = getattr(d, p.name)
-            elif p.default is inspect.Parameter.empty:
-                raise ValueError(f"cannot recover {cls.__name__}'s argument {p.name!r} from "
-                                 "the instance: pass kwargs=")
-    base = {k: v for k, v in kwargs.items() if k not in alternatives}
-    built, theirs = _built_through(d, alternatives, base)
-    if len(built) < 2:
-        raise _fail("parametrizations", d, f"fewer than two of {alternatives} could be built")
-    (first_alt, first), *others = built.items()
-    for alt, other in others:
-        _assert_same_leaves_layout(d, first, other, f"{cls.__name__}({first_alt}=...) vs "
-                                                    f"{cls.__name__}({alt}=...)")
-    ds = list(built.values())
-    want = [_eager_lazies(x) for x in theirs.values()]  # numpyro's eager values
-    for alt, x, w in zip(built, ds, want):
-        _assert_close("parametrizations", d, f"values of {cls.__name__}({alt}=...)",
-                      {n: getattr(x, n) for n in w}, w, exact=True)
-    names = tuple(sorted(set.intersection(*(set(w) for w in want))))
-
-    def flow(xs: list[Any]) -> Any:
-        with jax.checking_leaks():
-            return _parametrization_flow_jit(stack(xs), xs[0], xs[1], names=names)
-
-    ours, upstream_flow = attempt_both(lambda: flow(ds), lambda: flow(list(theirs.values())))
-    if same_outcome("parametrizations", d, "scan and cond over the parametrizations", ours,
-                    upstream_flow):
-        read, chosen = ours.value
-        if upstream_flow.ok:
-            _assert_close("parametrizations", d, "values read in scan", read,
-                          upstream_flow.value[0], exact=False)
-        pred = bool(_scalar(jax.tree_util.tree_leaves(first)) > 0)
-        _assert_same_leaves("parametrizations", first if pred else ds[1], chosen, "cond result")
-    COVERAGE.record("parametrizations", d)
-
-
-def _built_through(d: Any, alternatives: tuple[str, ...],
-                   base: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """For each alternative keyword ``d`` can read: ``d``'s class built through it, and its
-    numpyro twin built through it (without a twin, the stable class again: its own eager
-    values are the reference)."""
-    cls = type(d)
-    twin, _ = twin_or_reason(cls)
-    upstream, convert = (cls, lambda v: v) if twin is None else (twin, destabilize)
-    built: dict[str, Any] = {}
-    theirs: dict[str, Any] = {}
-    for alt in alternatives:
-        try:
-            value = getattr(d, alt)
-        except UNSUPPORTED:
-            continue
-        built[alt] = cls(**base, **{alt: value})
-        theirs[alt] = upstream(**{k: convert(v) for k, v in base.items()}, **{alt: value})
-    return built, theirs
-
-
-def _assert_same_leaves_layout(d: Any, a: Any, b: Any, label: str) -> None:
-    la, lb = layout(a), layout(b)
-    if la[0] != lb[0]:
-        raise _fail("parametrizations", d, f"{label}: tree structures differ:\n    {la[0]}\n"
-                                           f" vs {lb[0]}")
-    if la[1] != lb[1]:
-        raise _fail("parametrizations", d, f"{label}: leaves differ:\n    {la[1]}\n"
-                                           f" vs {lb[1]}")

@@ -133,7 +133,7 @@ def resolution_mismatches(cls: type, twin: type) -> list[str]:
             if (ours := resolved_code(cls, name)) is not (theirs := resolved_code(twin, name))]
 
 
-def skipped_override(cls: type, error: BaseException) -> str | None:
+def skipped_override(cls: type, error: BaseException | None) -> str | None:
     """What to say when ``error`` is a ``NotImplementedError`` from a method ``cls`` overrides
     whose override never ran (a base's method raised in its place): not numpyro's reason for
     raising, whatever numpyro's twin raises. None otherwise."""

@@ -19,7 +19,6 @@ catalog against the installed numpyro.
 
 from __future__ import annotations
 
-import inspect
 import types
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +28,7 @@ import jax.numpy as jnp
 import numpyro.distributions
 from numpyro.distributions import Distribution
 
+from stabledist._src.introspect import public_names as _public_names
 from stabledist.testing._examples import EXAMPLES, LOG_PROB_VALUES, NOTES, VARIANTS, Builder
 from stabledist.testing._examples import NO_EXAMPLE as EXCLUDED
 
@@ -56,22 +56,13 @@ def public_names(
 ) -> tuple[list[str], list[str]]:
     """Return ``(class names, factory names)`` derived from ``module.__all__``.
 
-    Classes are the subclasses of ``module.Distribution``; factories are the plain functions
-    with a capitalised name (numpyro's convention for functions returning a distribution,
-    which separates them from helpers such as ``kl_divergence`` or ``biject_to``).  Deriving
-    the list instead of hard-coding it makes a numpyro upgrade that adds a name fail loudly.
+    Classes are the subclasses of numpyro's ``Distribution``; factories are the functions that
+    build distributions (``TruncatedNormal``, ``Categorical``), not helpers such as
+    ``kl_divergence``. It is the rule stabledist's own namespace is made by, so the tests and
+    the package agree on what is public; deriving the list instead of hard-coding it makes a
+    numpyro upgrade that adds a name fail loudly.
     """
-    base = module.Distribution
-    classes: list[str] = []
-    factories: list[str] = []
-    for name in getattr(module, "__all__", dir(module)):
-        obj = getattr(module, name)
-        if inspect.isclass(obj):
-            if issubclass(obj, base):
-                classes.append(name)
-        elif inspect.isfunction(obj) and name[:1].isupper():
-            factories.append(name)
-    return classes, factories
+    return _public_names(module)
 
 
 def example(name: str, module: types.ModuleType) -> Distribution:
