@@ -27,12 +27,17 @@ from benchmarks.bench_memory import rss_mb
 PART = "scale-child part done:"
 """The line each part ends with on stderr, read by the parent for its progress steps."""
 PARTS = {"fresh": "round trips right after the import", "cycles": "gen-2 collections in "
-         "round trips and create/drop cycles", "memory": "memory per live instance",
-         "tables": "the cache's and hoisting's tables"}
+         "round trips and create/drop cycles", "heap": "a full collection over live instances",
+         "memory": "memory per live instance", "tables": "the cache's and hoisting's tables"}
 """The parts, in the order they run, and what each measures (the progress lines)."""
 
 ROUND_TRIPS = 8
-"""Round trips per measure, as in issue 45's probe (1,000 distributions, eight in a row)."""
+"""Round trips right after the import (1,000 distributions, eight in a row)."""
+STEADY_TRIPS = 40
+"""Round trips per size from a full collection on: enough for the collections both libraries
+pay at the same rate to show as a rate, not as where one happened to land."""
+COLLECTS = 5
+"""Full collections timed over each live heap (the median is the measure)."""
 CYCLES = 2
 """Create/drop cycles per size."""
 
@@ -105,12 +110,13 @@ def fresh_round_trips(m: Any) -> tuple[dict[str, Any], list[Any]]:
 
 
 def steady_cycles(m: Any, sizes: list[int], tree: list[Any]) -> dict[str, dict[str, float]]:
-    """From a full collection on: eight round trips of ``tree`` (the probe's 1,000), two
-    create/drop cycles of each size (each instance's values read), then eight round trips
-    of the largest size when larger; generation-2 collections counted during each."""
+    """From a full collection on: `STEADY_TRIPS` round trips of ``tree`` (the probe's 1,000),
+    two create/drop cycles of each size (each instance's values read), then as many round
+    trips of each larger size; generation-2 collections counted during each."""
     watch, out = Gen2(), {}
     gc.collect()
-    out[f"8 round trips of {len(tree):,}"] = watch.during(lambda: _round_trips(tree))
+    out[f"{STEADY_TRIPS} round trips of {len(tree):,}"] = watch.during(
+        lambda: _round_trips(tree, STEADY_TRIPS))
     tree.clear()  # the caller's list: its distributions dropped
     for n in sizes:
         def cycles(n: int = n) -> None:
@@ -118,10 +124,29 @@ def steady_cycles(m: Any, sizes: list[int], tree: list[Any]) -> dict[str, dict[s
                 made = _mixed(m, n)
                 del made
         out[f"{CYCLES} create/drop cycles of {n:,}"] = watch.during(cycles)
-    if max(sizes) > 1000:
-        big = _mixed(m, max(sizes))
+    for n in (n for n in sizes if n > 1000):
+        big = _mixed(m, n)
         gc.collect()
-        out[f"8 round trips of {max(sizes):,}"] = watch.during(lambda: _round_trips(big))
+        out[f"{STEADY_TRIPS} round trips of {n:,}"] = watch.during(
+            lambda big=big: _round_trips(big, STEADY_TRIPS))
+        del big
+    return out
+
+
+def full_collections(m: Any, sizes: list[int]) -> dict[str, float]:
+    """The median ms of a full collection (``gc.collect()``) over a live heap of ``n``
+    instances (issue 45's mix), per size: the floor both libraries' collections share."""
+    out = {}
+    for n in sizes:
+        live = _mixed(m, n)
+        gc.collect()
+        times = []
+        for _ in range(COLLECTS):
+            t0 = time.perf_counter()
+            gc.collect()
+            times.append((time.perf_counter() - t0) * 1e3)
+        out[f"{n:,}"] = sorted(times)[len(times) // 2]
+        del live
     return out
 
 
@@ -256,6 +281,7 @@ def run(module: str, args: dict[str, Any]) -> dict[str, Any]:
     out["fresh"], tree = part("fresh", lambda: fresh_round_trips(m))
     out["cycles"] = part("cycles", partial(steady_cycles, m, args["cycles"], tree))
     out["cache_after_cycles"] = list(info())
+    out["heap"] = part("heap", partial(full_collections, m, args["cycles"]))
     out["memory"] = part("memory", lambda: memory(m, args["memory"], info))
     if module == "stabledist":
         out["tables"] = part("tables", lambda: tables(args["shapes"], args["classes"]))

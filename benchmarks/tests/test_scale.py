@@ -78,30 +78,35 @@ def _trip(n: int, ratio: float) -> Case:
                 {"numpyro": [ratio * 1e6] * 3, "stabledist": [1e6] * 3})
 
 
-def test_flatten_target_needs_5x_at_every_size_spikes_included() -> None:
+def test_flatten_target_needs_5x_at_every_size_by_the_median() -> None:
     ok = flatten_target(_result([_trip(100, 9.0), _trip(10_000, 6.0)]))
     assert ok is not None and ok.passed is True and "6.0x" in ok.value
     low = flatten_target(_result([_trip(100, 9.0), _trip(10_000, 4.0)]))
     assert low is not None and low.passed is False and "pytree 10000" in low.value
-    # 8x in four repetitions of five, one slowed 10-fold by a full collection: the median
-    # says 8x, the means 3.1x
+    # 8x in four repetitions of five, one slowed 10-fold by a full collection (which either
+    # library pays): the median, the round trip's own work, says 8x; the mean 2.9x and the
+    # collections' share are in the detail
     spiked = _trip(1000, 8.0)
     spiked.samples = {"numpyro": [8e6] * 5, "stabledist": [1e7, 1e6, 1e6, 1e6, 1e6]}
+    spiked.extra = {"gc": {"stabledist": {"gen2": 1, "gen2_ms": 9.0}, "numpyro": {}}}
     verdict = flatten_target(_result([spiked]))
-    assert verdict is not None and verdict.passed is False and "2.9x" in verdict.value
-    assert "median 8.0x" in verdict.detail
+    assert verdict is not None and verdict.passed is True and "8.0x" in verdict.value
+    assert "mean 2.9x" in verdict.detail and "stabledist 1 gen-2 collections, 64%" in (
+        verdict.detail)
 
 
 def _children(sd_traced: float = 3300.0, sd_kept: float = 0.0, sd_gen2: int = 0,
-              grow: int = 0, cache: tuple[int, int] = (0, 0)) -> dict[str, Any]:
-    def run(traced: float, kept: float, gen2: int) -> dict[str, Any]:
+              grow: int = 0, cache: tuple[int, int] = (0, 0), sd_collect: float = 100.0
+              ) -> dict[str, Any]:
+    def run(traced: float, kept: float, gen2: int, collect: float) -> dict[str, Any]:
         return {"memory": {"n": 1000, "traced_per": [traced] * 3, "rss_per": traced * 1.5,
                            "kept": [kept] * 3, "objects_per": 5.0,
                            "cache_after_drop": list(cache)},
                 "cache_after_cycles": [0, 0], "fresh": {"gen2": 1},
-                "cycles": {"8 round trips of 1,000": {"gen2": gen2}}}
+                "cycles": {"40 round trips of 1,000": {"gen2": gen2}},
+                "heap": {"1,000": collect}}
 
-    sd, np_ = run(sd_traced, sd_kept, sd_gen2), run(3000.0, 0.0, 0)
+    sd, np_ = run(sd_traced, sd_kept, sd_gen2, sd_collect), run(3000.0, 0.0, 0, 100.0)
     tables = {"owners": 0, "values": 0, "hoisting_entries": 10}
     sd["tables"] = {"after_instances": tables,
                     "after_half_shapes": {**tables, "shapes": 20},
@@ -127,7 +132,9 @@ def test_memory_release_gc_and_tables_targets() -> None:
     left = release_target(_child_result(cache=(1, 2)))
     assert left is not None and left.passed is False
     more = gc_target(_child_result(sd_gen2=1))
-    assert more is not None and more.passed is False and "more: 8 round trips" in more.detail
+    assert more is not None and more.passed is False and "more: 40 round trips" in more.detail
+    slow = gc_target(_child_result(sd_collect=115.0))  # a full collection 1.15x numpyro's
+    assert slow is not None and slow.passed is False and "115.0 ms vs 100.0 ms" in slow.detail
     grows = tables_target(_child_result(grow=20))  # one entry per new shape
     assert grows is not None and grows.passed is False
     capped = tables_target(_child_result(grow=math.floor(SHAPE_GROWTH * 20)))
