@@ -155,7 +155,8 @@ test-mutation: $(STAMP)
 	$(PY) tools/mutation/run.py fast $(ARGS)
 
 # The full run: mutmut over the core modules (tools/mutation/setup.cfg) in a scratch copy
-# (.cache/mutation); long, run by hand or nightly. ARGS='stabledist._src.cache.*' for one module.
+# (.cache/mutation); long, run by hand or nightly. ARGS='stabledist._src.lazy.cache.*' for one
+# module.
 test-mutation-full: $(STAMP)
 	$(PY) tools/mutation/run.py full $(ARGS)
 

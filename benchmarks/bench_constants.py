@@ -6,7 +6,7 @@ Without the flag, JAX embeds a closed-over array in the compiled program as a co
 XLA constant-folds the elementwise work done on it at compile time: a ``TruncatedNormal``'s
 normaliser (``log_ndtr`` of its bounds, then a ``logsumexp``) over a million elements takes
 seconds to fold, in numpyro and stabledist alike (stabledist computes elementwise lazy values
-in the trace, as numpyro does: `stabledist._src.hoisting`), and the program then runs fast.
+in the trace, as numpyro does: `stabledist._src.lazy.hoisting`), and the program then runs fast.
 With the flag, closed-over non-scalar arrays become arguments of the executable: nothing is
 folded, the first call is fast, and every call computes the normaliser again - as it does
 when the distribution is a ``jit`` argument. Evaluating the expression once eagerly before

@@ -36,7 +36,7 @@ from benchmarks.timing import (
     stmt_timer,
 )
 from stabledist import make_stable
-from stabledist._src.cache import CACHE
+from stabledist._src.lazy.cache import CACHE
 from stabledist.testing import catalog
 
 Builder = Callable[[Any], Any]

@@ -205,11 +205,12 @@ def memory(m: Any, n: int, info: Callable[[], Any]) -> dict[str, Any]:
 def internal_tables() -> dict[str, int]:
     """Entries in stabledist's own tables, read from its internals (the one place this
     benchmark does): the cache's owners, value tables and holder records
-    (``stabledist._src.cache.CACHE``), hoisting's per-class decisions, programs and failures
-    (``stabledist._src.hoisting``) and batching's derived shapes
-    (``stabledist._src.batching``)."""
-    from stabledist._src import batching, hoisting
-    from stabledist._src.cache import CACHE
+    (``stabledist._src.lazy.cache.CACHE``), hoisting's per-class decisions, programs and failures
+    (``stabledist._src.lazy.hoisting``) and batching's derived shapes
+    (``stabledist._src.pytrees.batching``)."""
+    from stabledist._src.lazy import hoisting
+    from stabledist._src.lazy.cache import CACHE
+    from stabledist._src.pytrees import batching
 
     memos = (hoisting._decisions, hoisting._programs, hoisting._unprogrammable)
     return {"owners": len(CACHE._owners), "values": sum(map(len, CACHE._tables.values())),
@@ -226,7 +227,7 @@ def tables(shapes: int, classes: int | None) -> dict[str, Any]:
     import jax.numpy as jnp
 
     import stabledist as sd
-    from stabledist._src.introspect import lazy_names
+    from stabledist._src.lazy.introspect import lazy_names
     from stabledist.testing import catalog
 
     out: dict[str, Any] = {"after_instances": internal_tables()}

@@ -15,9 +15,9 @@ import numpyro.distributions as nd
 from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
-from stabledist._src.cache import CACHE
-from stabledist._src.introspect import class_attribute, lazy_names
-from stabledist._src.lazy import cached_lazy_property, lazy_property_of
+from stabledist._src.lazy.cache import CACHE
+from stabledist._src.lazy.introspect import class_attribute, lazy_names
+from stabledist._src.lazy.reads import cached_lazy_property, lazy_property_of
 
 __all__ = ["MODULES", "block", "fresh_copy", "is_stable_lazy", "lazy_names", "quiet",
            "recompute_fn", "spd"]

@@ -19,22 +19,22 @@ from numpyro.distributions import kl_divergence as kl_divergence
 from numpyro.distributions import transforms as transforms
 
 # The public face: every name below is API; the modules in `stabledist._src` are private.
-from stabledist._src.base import Distribution as Distribution
-from stabledist._src.base import is_stable as is_stable
-from stabledist._src.cache import cache_info as cache_info
-from stabledist._src.cache import clear_cache as clear_cache
-from stabledist._src.internals import stable_internals as stable_internals
-from stabledist._src.internals import stable_internals_enabled as stable_internals_enabled
-from stabledist._src.internals import use_stable_internals as use_stable_internals
-from stabledist._src.introspect import public_names as _public_names
+from stabledist._src.construction import Distribution as Distribution
+from stabledist._src.construction import _from_source as _from_source  # the name pickles use
+from stabledist._src.construction import check_coverable as _check_coverable
+from stabledist._src.construction import is_stable as is_stable
+from stabledist._src.construction import make_stable as make_stable
+from stabledist._src.construction import mirror_submodules as _mirror_submodules
+from stabledist._src.construction import stabilize as stabilize
+from stabledist._src.construction import stable_class as stable_class
+from stabledist._src.construction import stable_internals as stable_internals
+from stabledist._src.construction import stable_internals_enabled as stable_internals_enabled
+from stabledist._src.construction import use_stable_internals as use_stable_internals
+from stabledist._src.construction import wrap_factory as _wrap_factory
+from stabledist._src.lazy import cache_info as cache_info
 from stabledist._src.lazy import cached_lazy_property as cached_lazy_property
-from stabledist._src.mirrors import make_stable as make_stable
-from stabledist._src.mirrors import stabilize as stabilize
-from stabledist._src.mirrors import stable_class as stable_class
-from stabledist._src.mirrors import wrap_factory as _wrap_factory
-from stabledist._src.namespace import check_coverable as _check_coverable
-from stabledist._src.namespace import mirror_submodules as _mirror_submodules
-from stabledist._src.pickling import _from_source as _from_source  # the name pickles use
+from stabledist._src.lazy import clear_cache as clear_cache
+from stabledist._src.lazy import public_names as _public_names
 
 __version__ = "0.1.0"
 

@@ -2,11 +2,11 @@
 # Regenerate after changing the installed numpyro or stabledist's public names.
 
 from numpyro.distributions import biject_to as biject_to, constraints as constraints, kl_divergence as kl_divergence, transforms as transforms
-from stabledist._src.base import is_stable as is_stable
-from stabledist._src.cache import cache_info as cache_info, clear_cache as clear_cache
-from stabledist._src.internals import stable_internals as stable_internals, stable_internals_enabled as stable_internals_enabled, use_stable_internals as use_stable_internals
-from stabledist._src.lazy import cached_lazy_property as cached_lazy_property
-from stabledist._src.mirrors import make_stable as make_stable, stabilize as stabilize, stable_class as stable_class
+from stabledist._src.construction.base import is_stable as is_stable
+from stabledist._src.construction.mirrors import make_stable as make_stable, stabilize as stabilize, stable_class as stable_class
+from stabledist._src.construction.namespace import stable_internals as stable_internals, stable_internals_enabled as stable_internals_enabled, use_stable_internals as use_stable_internals
+from stabledist._src.lazy.cache import cache_info as cache_info, clear_cache as clear_cache
+from stabledist._src.lazy.reads import cached_lazy_property as cached_lazy_property
 from stabledist.censored import IntervalCensoredDistribution as IntervalCensoredDistribution, LeftCensoredDistribution as LeftCensoredDistribution, RightCensoredDistribution as RightCensoredDistribution
 from stabledist.conjugate import BetaBinomial as BetaBinomial, BetaNegativeBinomial as BetaNegativeBinomial, DirichletMultinomial as DirichletMultinomial, GammaPoisson as GammaPoisson, HurdleNegativeBinomial2 as HurdleNegativeBinomial2, NegativeBinomial as NegativeBinomial, NegativeBinomial2 as NegativeBinomial2, NegativeBinomialLogits as NegativeBinomialLogits, NegativeBinomialProbs as NegativeBinomialProbs, ZeroInflatedNegativeBinomial2 as ZeroInflatedNegativeBinomial2
 from stabledist.continuous import AsymmetricLaplace as AsymmetricLaplace, AsymmetricLaplaceQuantile as AsymmetricLaplaceQuantile, Beta as Beta, BetaProportion as BetaProportion, CAR as CAR, Cauchy as Cauchy, Chi2 as Chi2, CirculantNormal as CirculantNormal, Dagum as Dagum, Dirichlet as Dirichlet, EulerMaruyama as EulerMaruyama, Exponential as Exponential, Gamma as Gamma, GaussianRandomWalk as GaussianRandomWalk, GaussianStateSpace as GaussianStateSpace, Gompertz as Gompertz, Gumbel as Gumbel, HalfCauchy as HalfCauchy, HalfNormal as HalfNormal, HurdleGamma as HurdleGamma, HurdleLogNormal as HurdleLogNormal, InverseGamma as InverseGamma, InverseWishart as InverseWishart, InverseWishartCholesky as InverseWishartCholesky, Kumaraswamy as Kumaraswamy, LKJ as LKJ, LKJCholesky as LKJCholesky, Laplace as Laplace, Levy as Levy, LogNormal as LogNormal, LogUniform as LogUniform, Logistic as Logistic, LowRankMultivariateNormal as LowRankMultivariateNormal, MatrixNormal as MatrixNormal, MultivariateNormal as MultivariateNormal, MultivariateStudentT as MultivariateStudentT, Normal as Normal, Pareto as Pareto, RelaxedBernoulli as RelaxedBernoulli, RelaxedBernoulliLogits as RelaxedBernoulliLogits, SoftLaplace as SoftLaplace, StudentT as StudentT, Uniform as Uniform, Weibull as Weibull, Wishart as Wishart, WishartCholesky as WishartCholesky, ZeroSumNormal as ZeroSumNormal

@@ -3,7 +3,7 @@
 
 from typing import Any, TypeVar
 
-from stabledist._src.base import StableMeta
+from stabledist._src.construction.base import StableMeta
 
 _T = TypeVar("_T")
 

@@ -5,7 +5,7 @@ from numpyro.distributions.censored import Array as Array, ArrayLike as ArrayLik
 import numpyro.distributions.censored as _upstream
 
 from stabledist._typed_meta import _TypedStableMeta
-from stabledist._src.base import Distribution
+from stabledist._src.construction.base import Distribution
 
 class IntervalCensoredDistribution(Distribution, _upstream.IntervalCensoredDistribution, metaclass=_TypedStableMeta): ...
 class LeftCensoredDistribution(Distribution, _upstream.LeftCensoredDistribution, metaclass=_TypedStableMeta): ...

@@ -5,7 +5,7 @@ from numpyro.distributions.conjugate import Array as Array, ArrayLike as ArrayLi
 import numpyro.distributions.conjugate as _upstream
 
 from stabledist._typed_meta import _TypedStableMeta
-from stabledist._src.base import Distribution
+from stabledist._src.construction.base import Distribution
 
 class BetaBinomial(Distribution, _upstream.BetaBinomial, metaclass=_TypedStableMeta): ...
 class BetaNegativeBinomial(Distribution, _upstream.BetaNegativeBinomial, metaclass=_TypedStableMeta): ...

@@ -5,7 +5,7 @@ from numpyro.distributions.continuous import AffineTransform as AffineTransform,
 import numpyro.distributions.continuous as _upstream
 
 from stabledist._typed_meta import _TypedStableMeta
-from stabledist._src.base import Distribution
+from stabledist._src.construction.base import Distribution
 
 class AsymmetricLaplace(Distribution, _upstream.AsymmetricLaplace, metaclass=_TypedStableMeta): ...
 class AsymmetricLaplaceQuantile(Distribution, _upstream.AsymmetricLaplaceQuantile, metaclass=_TypedStableMeta): ...

@@ -5,7 +5,7 @@ from numpyro.distributions.copula import Array as Array, ArrayLike as ArrayLike,
 import numpyro.distributions.copula as _upstream
 
 from stabledist._typed_meta import _TypedStableMeta
-from stabledist._src.base import Distribution
+from stabledist._src.construction.base import Distribution
 
 class GaussianCopula(Distribution, _upstream.GaussianCopula, metaclass=_TypedStableMeta): ...
 class GaussianCopulaBeta(Distribution, _upstream.GaussianCopulaBeta, metaclass=_TypedStableMeta): ...

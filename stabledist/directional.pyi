@@ -5,7 +5,7 @@ from numpyro.distributions.directional import Any as Any, Array as Array, ArrayL
 import numpyro.distributions.directional as _upstream
 
 from stabledist._typed_meta import _TypedStableMeta
-from stabledist._src.base import Distribution
+from stabledist._src.construction.base import Distribution
 
 class ProjectedNormal(Distribution, _upstream.ProjectedNormal, metaclass=_TypedStableMeta): ...
 class SineBivariateVonMises(Distribution, _upstream.SineBivariateVonMises, metaclass=_TypedStableMeta): ...

@@ -5,7 +5,7 @@ from numpyro.distributions.discrete import Array as Array, ArrayLike as ArrayLik
 import numpyro.distributions.discrete as _upstream
 
 from stabledist._typed_meta import _TypedStableMeta
-from stabledist._src.base import Distribution
+from stabledist._src.construction.base import Distribution
 
 Bernoulli = _upstream.Bernoulli
 class BernoulliLogits(Distribution, _upstream.BernoulliLogits, metaclass=_TypedStableMeta): ...

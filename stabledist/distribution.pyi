@@ -5,7 +5,7 @@ from numpyro.distributions.distribution import AbsTransform as AbsTransform, Any
 import numpyro.distributions.distribution as _upstream
 
 from stabledist._typed_meta import _TypedStableMeta
-from stabledist._src.base import Distribution as Distribution
+from stabledist._src.construction.base import Distribution as Distribution
 
 class Delta(Distribution, _upstream.Delta, metaclass=_TypedStableMeta): ...
 class ExpandedDistribution(Distribution, _upstream.ExpandedDistribution, metaclass=_TypedStableMeta): ...

@@ -5,7 +5,7 @@ from numpyro.distributions.mixtures import Array as Array, ArrayLike as ArrayLik
 import numpyro.distributions.mixtures as _upstream
 
 from stabledist._typed_meta import _TypedStableMeta
-from stabledist._src.base import Distribution
+from stabledist._src.construction.base import Distribution
 
 Mixture = _upstream.Mixture
 class MixtureGeneral(Distribution, _upstream.MixtureGeneral, metaclass=_TypedStableMeta): ...

@@ -5,7 +5,7 @@ from numpyro.distributions.truncated import Array as Array, ArrayLike as ArrayLi
 import numpyro.distributions.truncated as _upstream
 
 from stabledist._typed_meta import _TypedStableMeta
-from stabledist._src.base import Distribution
+from stabledist._src.construction.base import Distribution
 
 class DoublyTruncatedPowerLaw(Distribution, _upstream.DoublyTruncatedPowerLaw, metaclass=_TypedStableMeta): ...
 class LeftTruncatedDistribution(Distribution, _upstream.LeftTruncatedDistribution, metaclass=_TypedStableMeta): ...

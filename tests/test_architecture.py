@@ -10,9 +10,11 @@ of its parents is not an edge (it is not a statement; every module has it).
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import stabledist
 
@@ -49,33 +51,83 @@ CORE = "stabledist._src."
 MAP = ROOT / "stabledist" / "_src" / "README.md"
 
 
-def _map_table() -> dict[str, set[str]]:
-    """The modules of the core's map (``_src/README.md``) and the imports it says each has."""
-    rows = {}
+def group_of(module: str) -> str:
+    """The group of a core module: the package or module right below ``stabledist._src``."""
+    return module.removeprefix(CORE).split(".")[0]
+
+
+class MapGroup(NamedTuple):
+    modules: set[str]  # full module names, from the group's table
+    imports: set[str]  # the groups its "Imports:" line names
+
+
+def _map_groups() -> dict[str, MapGroup]:
+    """The groups of the core's map (``_src/README.md``), top first: a ``## `group`...``
+    section each, with a table of its modules and an ``Imports:`` line naming, in backticks,
+    the groups its modules import (or ``Imports: nothing.``)."""
+    groups: dict[str, MapGroup] = {}
+    current: MapGroup | None = None
     for line in MAP.read_text().splitlines():
+        if heading := re.match(r"## `(\w+)`", line):
+            name = heading[1]
+            current = groups[name] = MapGroup(set(), set())
+            one_module = (PACKAGE / "_src" / f"{name}.py").exists()  # a group of one module
+            continue
+        if current is None:
+            continue
+        if line.startswith("## "):
+            current = None
+            continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 3 and cells[0].startswith("`") and cells[0] != "`module`":
-            rows[cells[0].strip("`")] = {m.strip() for m in cells[2].split(",") if m.strip()}
-    return rows
+        if line.startswith("|") and len(cells) == 2 and cells[0] not in ("module", "---"):
+            module = cells[0].strip("`")
+            current.modules.add(CORE + name if one_module and module == name
+                                else f"{CORE}{name}.{module}")
+        elif line.startswith("Imports:"):
+            named = line.removeprefix("Imports:").split(".")[0]
+            current.imports.update(re.findall(r"`(\w+)`", named))
+    return groups
 
 
-def test_the_map_names_every_core_module_and_its_imports() -> None:
-    """The core's map is the code: its modules are the files of ``_src`` and each row's
-    imports are the ``stabledist._src`` modules that file imports (the layers themselves are
-    import-linter's contract, run by ``make test``)."""
-    code = {name.removeprefix(CORE): {d.removeprefix(CORE) for d in deps if d.startswith(CORE)}
-            for name, deps in GRAPH.items() if name.startswith(CORE)}
-    assert _map_table() == code
+def _core_modules() -> set[str]:
+    """The core's modules: its files, less the package inits (a group's face is the group)."""
+    return {name for name, path in MODULES.items()
+            if name.startswith(CORE) and path.name != "__init__.py"}
 
 
-def test_the_map_lists_the_layers_in_import_linters_order() -> None:
-    """The map's rows, top layer first, follow the layers contract of ``pyproject.toml``."""
+def test_the_map_names_every_core_module_in_its_group() -> None:
+    """The core's map is the code: each group's table lists exactly the modules of that group
+    (the files of its package, or the group's one module)."""
+    groups = _map_groups()
+    assert set(groups) == {group_of(m) for m in _core_modules()}
+    for name, group in groups.items():
+        assert group.modules == {m for m in _core_modules() if group_of(m) == name}, name
+
+
+def test_the_map_names_the_imports_between_groups() -> None:
+    """Each group's ``Imports:`` line is the groups its modules (its face included) import,
+    and every one of them is below it in the map."""
+    actual: dict[str, set[str]] = {}
+    for name, deps in GRAPH.items():
+        if name.startswith(CORE):
+            actual.setdefault(group_of(name), set()).update(
+                group_of(d) for d in deps if d.startswith(CORE) and group_of(d) != group_of(name))
+    groups = _map_groups()
+    order = list(groups)
+    for name, group in groups.items():
+        assert group.imports == actual.get(name, set()), name
+        assert all(order.index(g) > order.index(name) for g in group.imports), name
+
+
+def test_the_map_lists_the_groups_in_import_linters_order() -> None:
+    """The map's groups, top first, are the layers of the ``core-layers`` contract of
+    ``pyproject.toml`` (one group a layer)."""
     import tomllib
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    layers = next(c["layers"] for c in config["contracts"] if c["id"] == "core-layers")
-    order = [m.strip() for layer in layers for m in layer.split("|")]
-    assert list(_map_table()) == order
+    contract = next(c for c in config["contracts"] if c["id"] == "core-layers")
+    assert contract["containers"] == ["stabledist._src"]
+    assert list(_map_groups()) == contract["layers"]
 
 
 def test_import_runs_no_testing_or_catalog_code() -> None:

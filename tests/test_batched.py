@@ -3,7 +3,7 @@
 Over every catalog example: the vmapped instance has the mapped axis in front of its batch
 shape and the numbers of its elements (``log_prob``, ``sample``, ``mean``/``variance``); inside
 ``vmap`` it is its element again; numpyro's `promote_batch_shape` agrees where its default rule
-is right. The classes `stabledist._src.batching` does not derive keep numpyro's behaviour
+is right. The classes `stabledist._src.pytrees.batching` does not derive keep numpyro's behaviour
 exactly: the same batch shape, and an error only where numpyro raises too. Then the programs
 users run: models with vmapped priors under NUTS, SVI and Predictive against numpyro with the
 stacked parameters, contrib ``scan`` with expanded sites against numpyro, stacks and scans of
@@ -30,8 +30,8 @@ from numpyro.infer import MCMC, NUTS, SVI, Predictive, Trace_ELBO
 from numpyro.infer.autoguide import AutoNormal
 
 import stabledist as dist
-from stabledist._src.batching import _holds_blocking
-from stabledist._src.records import record_of
+from stabledist._src.pytrees.batching import _holds_blocking
+from stabledist._src.records.records import record_of
 
 N = 2
 KEY = jax.random.PRNGKey(0)

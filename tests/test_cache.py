@@ -19,9 +19,9 @@ from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
 from benchmarks.phases import record_phases
-from stabledist._src.cache import CACHE
-from stabledist._src.introspect import class_attribute
-from stabledist._src.lazy import is_lazy, lazy_property_of
+from stabledist._src.lazy.cache import CACHE
+from stabledist._src.lazy.introspect import class_attribute
+from stabledist._src.lazy.reads import is_lazy, lazy_property_of
 
 
 def lazy_names(d) -> list[str]:
@@ -531,7 +531,7 @@ def test_a_release_racing_with_clear_still_drops_the_values():
     release's lookup and its removal, the release still drops the instance's values (else
     they would wait for the next object with the same ``id``). The race is staged
     deterministically on a private cache."""
-    from stabledist._src.cache import LazyValueCache
+    from stabledist._src.lazy.cache import LazyValueCache
 
     class RacingOwners(dict):
         def get(self, key, default=None):
@@ -553,7 +553,7 @@ def test_a_release_after_a_racing_clear_dropped_one_value_drops_the_others():
     """A value another thread's ``clear()`` already dropped (its owner's names not updated
     yet) does not stop the release from dropping the rest. Staged on a private cache, with
     the names in a fixed order."""
-    from stabledist._src.cache import LazyValueCache
+    from stabledist._src.lazy.cache import LazyValueCache
 
     cache = LazyValueCache()
     d = sd.Normal(0.0, 1.0)
@@ -741,7 +741,7 @@ def test_value_first_read_under_grad_or_vmap_is_cached_like_numpyro(transform, m
     value it gets in __dict__, stabledist in its cache - the same value, bit for bit, computed
     where it is read (hoisting is never asked: the trace stages nothing) - so later compiled
     programs see the same constant in both (NUTS reads values this way first)."""
-    from stabledist._src import hoisting
+    from stabledist._src.lazy import hoisting
 
     def hoisted(*args, **kwargs):
         raise AssertionError("a value read under grad or vmap alone was hoisted")
@@ -799,7 +799,7 @@ def test_staging_traces():
 def _compiles(fn) -> list[str]:
     """The names of the programs XLA compiles while ``fn()`` runs (the process's one-time probe
     of XLA's options is made first: it is not part of any value's cost)."""
-    from stabledist._src.hoisting import cpu_one_shot_options
+    from stabledist._src.lazy.hoisting import cpu_one_shot_options
 
     cpu_one_shot_options()
     with record_phases() as rec:
@@ -811,7 +811,7 @@ def test_long_hoisted_computation_is_one_program_shared_across_instances():
     """SineBivariateVonMises's norm_const (a series, ~30 distinct operations) is hoisted by one
     compiled program, not one eager kernel per operation, and a second instance with the same
     shapes reuses it; the value is numpyro's eager one to rounding."""
-    from stabledist._src.hoisting import decide
+    from stabledist._src.lazy.hoisting import decide
 
     def make(m, phi):  # a batch of 3: shapes no other test hoists with
         return m.SineBivariateVonMises(jnp.full(3, phi), -1.0, 2.0, 3.0, correlation=0.8)
@@ -834,7 +834,7 @@ def test_short_hoisted_value_is_one_cheap_program_on_the_cpu():
     """On the CPU, MultivariateNormal's precision_matrix (a few operations) first read inside
     jit is computed by one program compiled with cheap code generation, not by jax's eager
     kernels compiled with XLA's defaults; it is numpyro's eager value to rounding."""
-    from stabledist._src.hoisting import one_shot_programs
+    from stabledist._src.lazy.hoisting import one_shot_programs
 
     assert one_shot_programs()  # the suite runs on the CPU
     n = 7  # a dimension no other test hoists with (the program is shared per shape)
@@ -849,7 +849,7 @@ def test_short_hoisted_value_is_one_cheap_program_on_the_cpu():
 
 def _fresh_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
     """Hoisting decides as if no class had decided anything yet (a memo of this test's own)."""
-    from stabledist._src import hoisting
+    from stabledist._src.lazy import hoisting
 
     monkeypatch.setattr(hoisting, "_decisions", {})
 
@@ -860,7 +860,7 @@ def _record_decisions(
     """Hoisting decides afresh, recording in ``decided`` the value name and leaf shapes of each
     decision it remembers and in ``abstract`` each value it ran an abstract trace for;
     ``decide`` is that abstract trace unrecorded, which every decision must agree with."""
-    from stabledist._src import hoisting
+    from stabledist._src.lazy import hoisting
 
     _fresh_decisions(monkeypatch)
     decided: list[tuple[str, tuple]] = []
@@ -890,7 +890,7 @@ def test_hoisting_decision_is_made_once_per_leaf_ranks_when_sizes_cannot_change_
     again for every shape (and so is every decision under JAX's simplified constants). Either
     way the decision is the one an abstract trace of the new shape gives, and the jitted
     result is numpyro's (bit for bit when computed in the trace)."""
-    from stabledist._src import hoisting
+    from stabledist._src.lazy import hoisting
 
     decided, abstract, decide = _record_decisions(monkeypatch)
 
@@ -963,7 +963,7 @@ def test_hoisting_decisions_from_the_trace_agree_with_abstract_traces_over_the_c
     """For every catalog example, a fresh instance whose lazy values are first read inside jit
     has each hoisting decision (made from what its computation added to the trace) equal to
     the decision an abstract trace from the leaves alone gives."""
-    from stabledist._src import hoisting
+    from stabledist._src.lazy import hoisting
 
     compared = 0
     for example, build in BUILDERS:
@@ -1000,7 +1000,7 @@ def test_hoisting_decision_of_an_instance_with_cached_values_is_made_from_its_le
     or a held distribution's seeded one) is decided by an abstract trace from the leaves
     alone, as a fresh instance would compute it - never from what this instance happens to
     hold; the result is numpyro's."""
-    from stabledist._src import hoisting
+    from stabledist._src.lazy import hoisting
 
     _fresh_decisions(monkeypatch)
     abstract: list[str] = []
@@ -1039,7 +1039,7 @@ def test_hoisting_decision_of_an_instance_with_cached_values_is_made_from_its_le
 def test_hoisting_program_falls_back_to_eager_for_unhashable_static_fields(monkeypatch):
     """A tree structure that cannot be a dict key (static fields without a hash) gets no
     shared program: the value is computed op by op, still cached and correct."""
-    from stabledist._src import hoisting
+    from stabledist._src.lazy import hoisting
 
     d = sd.SineBivariateVonMises(0.25, -1.0, 2.0, 3.0, correlation=0.8)
     real = hoisting.compute_hoisted
@@ -1058,8 +1058,8 @@ def test_hoisting_program_falls_back_to_eager_for_unhashable_static_fields(monke
 
 _SIMPLIFIED = """
 import jax, jax.numpy as jnp, numpy as np, numpyro.distributions as nd, stabledist as sd
-from stabledist._src.cache import CACHE
-from stabledist._src.hoisting import LARGE_CONSTANTS
+from stabledist._src.lazy.cache import CACHE
+from stabledist._src.lazy.hoisting import LARGE_CONSTANTS
 assert jax.config.jax_use_simplified_jaxpr_constants
 for n, hoisted in ((LARGE_CONSTANTS, True), (256, False)):
     x = jnp.linspace(0.1, 0.9, n)
@@ -1095,7 +1095,7 @@ def test_large_elementwise_values_are_hoisted_under_simplified_constants():
 def test_hoisting_program_compiles_with_the_options_this_jaxlib_has() -> None:
     """jaxlib 0.11 dropped ``xla_cpu_use_fusion_emitters``: a hoisting program asks only for
     the options this jaxlib accepts, so it still compiles (one program, no eager kernels)."""
-    from stabledist._src.hoisting import cpu_one_shot_options
+    from stabledist._src.lazy.hoisting import cpu_one_shot_options
 
     options = cpu_one_shot_options()
     assert options.get("xla_backend_optimization_level") == 0
@@ -1117,7 +1117,7 @@ def test_a_first_read_in_trace_with_no_trace_active_computes_once_and_stores():
     """``first_read_in_trace`` reached with no trace active (the getter's fast test only says a
     trace may be active) computes the value from the instance, stores it, and gives the stored
     one to every later read."""
-    from stabledist._src.reads import first_read_in_trace
+    from stabledist._src.lazy.reads import first_read_in_trace
 
     d = sd.Normal(0.0, 2.0)
     calls: list[int] = []
@@ -1152,7 +1152,7 @@ def test_a_hoisted_program_is_given_the_values_the_instance_already_has():
     """The program that hoists a value gives its rebuilt instance the values the cache holds
     for the instance (a covariance given to the constructor): it runs, stays the class's
     shared program for this tree structure, and the value is numpyro's to rounding."""
-    from stabledist._src import hoisting
+    from stabledist._src.lazy import hoisting
 
     d = sd.MultivariateNormal(jnp.zeros(3), covariance_matrix=2.0 * jnp.eye(3))
     assert "covariance_matrix" in CACHE.given(d)

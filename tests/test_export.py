@@ -1,4 +1,5 @@
-"""``jax.export`` of functions taking and returning stable distributions (stabledist._src.export).
+"""``jax.export`` of functions taking and returning stable distributions
+(stabledist._src.pytrees.export).
 
 Every catalog example whose static fields can be encoded round-trips through
 ``export -> serialize -> deserialize -> call`` with the numbers of the direct jitted call, bit
@@ -29,10 +30,10 @@ import pytest
 from helpers import BUILDERS
 
 import stabledist
-from stabledist._src import export as _export
-from stabledist._src import pytree as _pytree
-from stabledist._src import records
-from stabledist._src.records import record_of
+from stabledist._src.pytrees import export as _export
+from stabledist._src.pytrees import pytree as _pytree
+from stabledist._src.records import records
+from stabledist._src.records.records import record_of
 from stabledist.testing import catalog
 
 pytest.importorskip("flatbuffers", reason="jax.export serialization needs flatbuffers")

@@ -308,10 +308,12 @@ def test_make_stable_keeps_a_users_numpyro_hierarchy() -> None:
 def wrapping_every_class(monkeypatch: pytest.MonkeyPatch) -> None:
     """The registration as it was when a user's class got a wrapper of the first method up
     its MRO that was not one already (numpyro's, two levels down): a planted regression."""
-    from stabledist._src import describe, messages
+    from stabledist._src.construction import describe
+
+    original = describe.explaining
 
     def explaining(cls: type, name: str, source: type) -> Any:
-        return messages.explaining(cls, name, cls.__mro__[1])
+        return original(cls, name, cls.__mro__[1])
 
     monkeypatch.setattr(describe, "explaining", explaining)
 

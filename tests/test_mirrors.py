@@ -19,7 +19,7 @@ from helpers import run_fresh
 from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
-from stabledist._src.cache import CACHE
+from stabledist._src.lazy.cache import CACHE
 
 
 @pytest.fixture(autouse=True)
@@ -124,8 +124,8 @@ def test_upstream_class_is_the_mirrored_class() -> None:
     """``upstream_class``: numpyro's class for its mirror, the user's class for
     ``make_stable``'s, the class itself when it is not stable, numpyro's ``Distribution`` for
     stabledist's base, and numpyro's class for a user's subclass of a mirror."""
-    from stabledist._src.base import Distribution
-    from stabledist._src.mirrors import upstream_class
+    from stabledist._src.construction.base import Distribution
+    from stabledist._src.construction.mirrors import upstream_class
 
     class Mine(nd.Normal):
         pass
@@ -345,7 +345,7 @@ class SubclassedNormal(sd.Normal):
 def test_a_subclass_of_a_stable_class_pickles_by_name() -> None:
     """A class that mirrors no class (a user's subclass of a stable one) pickles the usual
     way, by its name, not through the mirror lookup."""
-    from stabledist._src.pickling import _from_source
+    from stabledist._src.construction.base import _from_source
 
     d = SubclassedNormal(1.0, 2.0)
     back = pickle.loads(pickle.dumps(d))

@@ -15,7 +15,7 @@ from run import first_failure, kill_confirmations  # noqa: E402
 
 
 def _mutant(*tests: str) -> AstMutant:
-    return AstMutant("stabledist/_src/cache.py", "f", "x", None, "label", tests)
+    return AstMutant("stabledist/_src/lazy/cache.py", "f", "x", None, "label", tests)
 
 
 def test_kills_are_confirmed_by_the_tests_that_made_them() -> None:

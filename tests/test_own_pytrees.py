@@ -19,7 +19,7 @@ from numpyro.distributions import constraints
 from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
-from stabledist._src.cache import CACHE
+from stabledist._src.lazy.cache import CACHE
 
 
 class ScaledNormal(nd.Distribution):

@@ -22,8 +22,8 @@ import pytest
 from helpers import BUILDERS
 
 import stabledist as sd
-from stabledist._src.cache import CACHE
-from stabledist._src.introspect import lazy_names
+from stabledist._src.lazy.cache import CACHE
+from stabledist._src.lazy.introspect import lazy_names
 
 COV = jnp.array([[2.0, 0.5, 0.2], [0.5, 1.5, 0.3], [0.2, 0.3, 1.0]], dtype=jnp.float32)
 CORR = jnp.array([[1.0, 0.4, 0.1], [0.4, 1.0, -0.3], [0.1, -0.3, 1.0]], dtype=jnp.float32)

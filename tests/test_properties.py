@@ -67,8 +67,8 @@ INDEPENDENT_OF_CLASS: dict[str, str] = {
 }
 """The classes `test_hash_seed`, `test_release` and `test_threads` run on, one per kind of instance
 the core's code walks. Why these properties do not depend on the class: the leaf order is one
-function of a class's declared fields (stabledist._src.describe, computed once per class in
-every process); the release is the cache's weak-key bookkeeping of an instance and of the
+function of a class's declared fields (stabledist._src.construction.describe, computed once per
+class in every process); the release is the cache's weak-key bookkeeping of an instance and of the
 children it holds; one value per lazy property for racing threads is the cache's store. Each
 class differs only in the shape of what that code walks (fields, hybrid fields, one child, a
 list of them, a factory's choice, a user's class, constraints holding arrays), and this set has

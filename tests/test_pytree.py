@@ -347,10 +347,10 @@ def test_generated_pytree_code_is_readable_in_tracebacks():
     tracebacks and debuggers show it."""
     import linecache
 
-    from stabledist._src.pytree import pytree_of
+    from stabledist._src.pytrees.pytree import pytree_of
 
     code = pytree_of(sd.Normal).flatten.__code__
-    assert code.co_filename.startswith("<stabledist._src.pytree ")
+    assert code.co_filename.startswith("<stabledist._src.pytrees.pytree ")
     lines = linecache.getlines(code.co_filename)
     assert lines[code.co_firstlineno - 1] == "def flatten(d):\n"
     assert all(line.endswith("\n") for line in lines)
@@ -369,7 +369,7 @@ def test_the_field_table_follows_numpyros_rules_and_stabledists_facts():
     hybrid name must be a data field; a plain mixin's declarations are ignored; the facts'
     ``extra_data`` wins over an aux declaration, a ``recomputed`` name is neither data nor aux,
     and ``list_aux`` is kept."""
-    from stabledist._src.describe import field_table
+    from stabledist._src.construction.describe import field_table
 
     class Both(nd.Normal):
         pytree_data_fields = ("flag",)
@@ -414,7 +414,7 @@ def test_static_values_compare_by_content_and_hash_by_signature():
     reads the signature alone."""
     import scipy.sparse
 
-    from stabledist._src.pytree import StaticValue
+    from stabledist._src.pytrees.pytree import StaticValue
 
     a = np.arange(4.0).reshape(2, 2)
     same, other = StaticValue(a.copy()), StaticValue(a + 1)
@@ -455,7 +455,7 @@ def test_an_eager_round_trip_never_asks_for_a_derivation(monkeypatch):
     of any catalog example never reads its batch shape from the leaves (`batching.derive`'s
     slow path, whose answer is the same). The censored classes are the exception by design:
     numpyro gives their base its parent's rank."""
-    from stabledist._src import batching
+    from stabledist._src.pytrees import batching
     from stabledist.testing import catalog
 
     asked: list[str] = []

@@ -16,7 +16,7 @@ import pytest
 from helpers import compiled_reads
 
 import stabledist as dist
-from stabledist._src.slicing import _normalize
+from stabledist._src.pytrees.slicing import _normalize
 from stabledist.testing import catalog
 from tests.test_batched import _derived
 

@@ -213,7 +213,7 @@ def global_prior_workload(dist: ModuleType) -> dict:
 def test_mcmc_global_elementwise_priors_bitwise() -> None:
     """The priors are global, but their lazy values (TruncatedNormal's log normalizer) are
     elementwise work, which stabledist computes in the trace exactly as numpyro does
-    (`stabledist._src.hoisting`): the same compiled program, the same draws."""
+    (`stabledist._src.lazy.hoisting`): the same compiled program, the same draws."""
     expected, actual = both(global_prior_workload)
     assert expected["beta"].shape == actual["beta"].shape == (2, 60, 2)
     assert_bitwise(expected, actual)

@@ -31,7 +31,7 @@ import numpyro
 import numpyro.distributions as nd
 
 import stabledist
-from stabledist._src.base import Distribution
+from stabledist._src.construction.base import Distribution
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "stabledist"
@@ -82,13 +82,14 @@ def submodule_stub(sub: str) -> str:
     for name in own:
         value = getattr(module, name)
         if value is Distribution:
-            imports.append("from stabledist._src.base import Distribution as Distribution")
+            imports.append(
+                "from stabledist._src.construction.base import Distribution as Distribution")
         elif inspect.isclass(value):
             body.append(f"class {name}(Distribution, _upstream.{name}, metaclass={META}): ...")
         else:  # a factory: numpyro's signature
             body.append(f"{name} = _upstream.{name}")
     if not any("Distribution as Distribution" in line for line in imports):
-        imports.append("from stabledist._src.base import Distribution")
+        imports.append("from stabledist._src.construction.base import Distribution")
     lines += imports
     lines += ["", *body]
     lines += _all_lines(own)
@@ -143,7 +144,7 @@ def meta_stub() -> str:
         _header(),
         "from typing import Any, TypeVar",
         "",
-        "from stabledist._src.base import StableMeta",
+        "from stabledist._src.construction.base import StableMeta",
         "",
         '_T = TypeVar("_T")',
         "",

@@ -4,7 +4,7 @@ and a fresh instance's lazy values read for the first time inside ``jit``, ``vma
 ``scan``, ``pmap`` or ``shard_map`` (`check_hoisting`). Hypothesis-free.
 
 Its leaves are then concrete inside the transformation, so stabledist may hoist a lazy value
-out of the program (`stabledist._src.hoisting`) and cache it, where numpyro computes it in the
+out of the program (`stabledist._src.lazy.hoisting`) and cache it, where numpyro computes it in the
 trace: a user's global prior is read this way, and what the cache keeps must be numpyro's
 value and never a tracer. Each check runs the same programs on numpyro's instance with the same
 parameters (by default the numpyro twin) and compares outcomes (`same_outcome`); values are
@@ -25,10 +25,7 @@ import numpy as np
 from jax.core import Tracer
 from jax.sharding import PartitionSpec
 
-from stabledist._src.cache import CACHE
-from stabledist._src.hoisting import decide
-from stabledist._src.introspect import class_attribute
-from stabledist._src.lazy import lazy_property_of
+from stabledist._src.lazy import CACHE, class_attribute, decide, lazy_property_of
 from stabledist.testing._compare import (
     COMPILER_OPTIONS,
     COVERAGE,
@@ -175,7 +172,7 @@ def check_hoisting(make: Callable[[], Any], upstream: Callable[[], Any] | None =
     ``transforms`` gives numpyro's values: bit for bit numpyro's *eager* value for every
     value it cached under ``grad``/``vmap`` (computed eagerly, as numpyro does), numpyro's
     eager value up to compiled-kernel rounding for a value a staging transformation hoisted
-    with a compiled program (`stabledist._src.hoisting`; on an accelerator short values are
+    with a compiled program (`stabledist._src.lazy.hoisting`; on an accelerator short values are
     hoisted op by op: bit for bit), and,
     inside ``jit``, numpyro's value read inside ``jit`` for every other one (computed in the
     trace, the same program as numpyro's; under the other transformations those are

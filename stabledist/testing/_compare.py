@@ -18,9 +18,8 @@ import numpy as np
 import numpyro.distributions as nd
 from numpyro.distributions import constraints as C  # noqa: N812 - constraint namespace
 
-from stabledist._src.cache import CACHE
-from stabledist._src.introspect import lazy_names
-from stabledist._src.mirrors import upstream_class
+from stabledist._src.construction import upstream_class
+from stabledist._src.lazy import CACHE, lazy_names
 from stabledist.testing._twin import numpyro_twin, skipped_override, upstream_lazy_names
 
 __all__ = ["Outcome", "StabilityError", "attempt", "attempt_both", "describe", "destabilize",

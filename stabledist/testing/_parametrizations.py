@@ -17,7 +17,7 @@ from typing import Any
 
 import jax
 
-from stabledist._src.mirrors import upstream_class
+from stabledist._src.construction import upstream_class
 from stabledist.testing._closed_over import _eager_lazies
 from stabledist.testing._compare import (
     COMPILER_OPTIONS,

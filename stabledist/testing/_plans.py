@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpyro.distributions as nd
 
 import stabledist
-from stabledist._src.introspect import is_numpyro_class, lazy_names
+from stabledist._src.lazy import is_numpyro_class, lazy_names
 from stabledist.testing._compare import (
     COVERAGE,
     UNSUPPORTED,

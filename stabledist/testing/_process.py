@@ -32,9 +32,7 @@ from typing import Any
 import jax
 
 import stabledist
-from stabledist._src.cache import CACHE
-from stabledist._src.introspect import class_attribute, lazy_names
-from stabledist._src.lazy import lazy_property_of
+from stabledist._src.lazy import CACHE, class_attribute, lazy_names, lazy_property_of
 from stabledist.testing._compare import (
     COVERAGE,
     Outcome,

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stabledist
-from stabledist._src.introspect import is_numpyro_class
+from stabledist._src.lazy import is_numpyro_class
 from stabledist.testing._compare import COVERAGE, StabilityError, _rebuild, destabilize
 from stabledist.testing._plans import AccessPlan
 from stabledist.testing._registry import PROPERTIES, Example

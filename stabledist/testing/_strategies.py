@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from numpyro.distributions import constraints as C  # noqa: N812 - constraint namespace
 
 import stabledist
-from stabledist._src.introspect import lazy_names
+from stabledist._src.lazy import lazy_names
 from stabledist.testing import catalog
 from stabledist.testing._constraints import constrained_value
 from stabledist.testing._hints import CATALOG_ONLY, HINTS

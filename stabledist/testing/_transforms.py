@@ -34,7 +34,7 @@ import numpyro.distributions as nd
 from jax.sharding import PartitionSpec
 from jax.tree_util import FlattenedIndexKey, GetAttrKey, SequenceKey
 
-from stabledist._src.introspect import lazy_names
+from stabledist._src.lazy import lazy_names
 from stabledist.testing._compare import (
     COMPILER_OPTIONS,
     COVERAGE,

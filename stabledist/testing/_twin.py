@@ -29,9 +29,8 @@ from numpyro.distributions.constraints import dependent_property
 from numpyro.distributions.util import lazy_property
 
 import stabledist
-from stabledist._src.introspect import lazy_names
-from stabledist._src.lazy import lazy_property_of
-from stabledist._src.mirrors import upstream_class
+from stabledist._src.construction import upstream_class
+from stabledist._src.lazy import lazy_names, lazy_property_of
 from stabledist._src.records import find, record_of
 
 __all__ = ["RESOLVED", "NoNumpyroTwin", "numpyro_twin", "resolution_mismatches", "resolved_code",
@@ -89,7 +88,7 @@ def twin_or_reason(cls: type) -> tuple[type | None, str]:
 
 def upstream_lazy_names(cls: type) -> tuple[str, ...]:
     """The lazy properties the twin of ``cls`` has, or, without a twin, those of ``cls`` less
-    the ones stabledist derives for it (`stabledist._src.facts`: numpyro keeps them in the
+    the ones stabledist derives for it (`stabledist._src.records.facts`: numpyro keeps them in the
     instance)."""
     twin, _ = twin_or_reason(cls)
     if twin is not None:

@@ -14,7 +14,7 @@ import numpyro.distributions as nd
 from numpyro.distributions import constraints as C  # noqa: N812 - constraint namespace
 from numpyro.distributions.transforms import biject_to
 
-from stabledist._src.introspect import lazy_names
+from stabledist._src.lazy import lazy_names
 from stabledist.testing._compare import (
     COVERAGE,
     _assert_close,

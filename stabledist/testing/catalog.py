@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpyro.distributions
 from numpyro.distributions import Distribution
 
-from stabledist._src.introspect import public_names as _public_names
+from stabledist._src.lazy import public_names as _public_names
 from stabledist.testing._examples import EXAMPLES, LOG_PROB_VALUES, NOTES, VARIANTS, Builder
 from stabledist.testing._examples import NO_EXAMPLE as EXCLUDED
 

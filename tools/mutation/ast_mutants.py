@@ -19,10 +19,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-CACHE, READS, HOISTING, PYTREE, DESCRIBE, BATCHING, BASE, MIRRORS, PICKLING = (
+CACHE, READS, HOISTING, PYTREE, DESCRIBE, BATCHING, BASE, MIRRORS = (
     f"stabledist/_src/{m}.py"
-    for m in ("cache", "reads", "hoisting", "pytree", "describe", "batching", "base", "mirrors",
-              "pickling"))
+    for m in ("lazy/cache", "lazy/reads", "lazy/hoisting", "pytrees/pytree",
+              "construction/describe", "pytrees/batching", "construction/base",
+              "construction/mirrors"))
 
 # the fast test selections: each mutant names the tests that should catch it
 _CACHE_TESTS = "tests/test_cache.py"
@@ -183,7 +184,7 @@ MUTANTS: tuple[AstMutant, ...] = (
     ),
     AstMutant(
         DESCRIBE, "_lazy_attributes",
-        "{n: LazyToInstall(f) for n, f in recomputed.items()}", "{}",
+        "{n: LazyToInstall(f) for n, f in recomputed.items() if source is not cls}", "{}",
         "describe: recomputed attributes are left out of the field table but not installed as "
         "lazy properties",
         _PYTREE_TESTS,
@@ -221,7 +222,7 @@ MUTANTS: tuple[AstMutant, ...] = (
     ),
     AstMutant(
         BASE, "StableMeta.__call__", "stabilize_children(instance, restored)",
-        "stabilize_children(instance, __import__('stabledist._src.batching', "
+        "stabilize_children(instance, __import__('stabledist._src.pytrees.batching', "
         "fromlist=['settled']).settled)",
         "base: what a constructor's own tree maps derived keeps the derived shape (numpyro's "
         "truncated classes promote their base's leaves and keep its stored shape)",
@@ -240,9 +241,9 @@ MUTANTS: tuple[AstMutant, ...] = (
         "stable copy (never given to the cache)",
         _PYTREE_TESTS,
     ),
-    # ---- pickling.py and base.py: given values -------------------------------------------------
+    # ---- base.py: given values, copies and pickles ------------------------------------------
     AstMutant(
-        PICKLING, "state_of", "(d.__dict__, given) if given else d.__dict__", "d.__dict__",
+        BASE, "state_of", "(d.__dict__, given) if given else d.__dict__", "d.__dict__",
         "pickling: copies and pickles drop the values the constructor was given (state_of)",
         _k("tests/test_parametrizations.py", "test_copies_and_pickles_carry_given_values"),
     ),

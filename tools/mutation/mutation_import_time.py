@@ -37,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if "MUTANT_UNDER_TEST" in os.environ:  # set by mutmut for its stats run and each mutant
         import mutmut
 
-        from stabledist._src import user_classes
+        from stabledist._src.construction import user_classes
 
         user_classes._INTERNAL_DIRS += (os.path.dirname(mutmut.__file__) + os.sep,)
 

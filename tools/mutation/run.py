@@ -329,7 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_fast.add_argument("--list", action="store_true", help="list and check, run nothing")
     p_full = sub.add_parser("full", help="mutmut over the core modules")
     p_full.add_argument("names", nargs="*", help="mutmut mutant names or globs "
-                        "(e.g. 'stabledist._src.cache.*'); default all")
+                        "(e.g. 'stabledist._src.lazy.cache.*'); default all")
     p_full.add_argument("--jobs", type=int, default=2)
     p_full.add_argument("--fresh", action="store_true",
                         help="forget the results of earlier runs")

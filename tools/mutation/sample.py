@@ -8,7 +8,7 @@ lose something:
 
 ``list``
     Every mutant mutmut 3 makes of the modules ``setup.cfg`` names (``only_mutate``), in
-    mutmut's own order and with its names (``stabledist._src.cache.xǁClassǁmethod__mutmut_3``),
+    mutmut's own order and with its names (``stabledist._src.lazy.cache.xǁClassǁmethod__mutmut_3``),
     then ``--size`` of them drawn by ``random.Random(--seed).sample`` from the sorted names:
     ``sample.txt`` (the seed and the draw in its header). Each mutant is mutmut's mutation
     applied to the source file itself (no trampoline), so code that runs at import is mutated.

@@ -1,13 +1,23 @@
 """The base class of every stable distribution, `Distribution`, and its metaclass.
 
 ``stabledist.Distribution`` is the mirror of numpyro's ``Distribution`` (the root of every
-mirror, `stabledist._src.mirrors`). Every class below it is registered by stabledist, in place
-of numpyro's registration (an MRO-walking, set-ordered pytree registration), when it is created
-(`stabledist._src.registration`); every construction gets its arguments settled and the new
-instance finished (`StableMeta`). Its methods are numpyro's, except those that return new
-distributions (stable ones), the pytree methods (from the class's record), field assignment
-(which drops the lazy values computed from the old field), and those that must see the values
-the constructor was given though they live in the cache (`get_args`, copies and pickles).
+mirror, `stabledist._src.construction.mirrors`). Every class below it is registered by stabledist,
+in place of numpyro's registration (an MRO-walking, set-ordered pytree registration), when it is
+created (`stabledist._src.construction.describe.register`); every construction gets its arguments
+settled and the new instance finished (`StableMeta`). Its methods are numpyro's, except those that
+return new distributions (stable ones), the pytree methods (from the class's record), field
+assignment (which drops the lazy values computed from the old field), and those that must see the
+values the constructor was given though they live in the cache (`get_args`, copies and pickles).
+
+Copies and pickles: a stable distribution carries the values it was given, and a mirror of a
+user's class is found again in the process that loads it.
+
+A copy or a pickle of a distribution carries its ``__dict__`` and the values its constructor
+was *given* (an alternative parametrization, ``covariance_matrix=``), as numpyro's
+``__dict__`` does; never the lazy values read since (numpyro's pickle grows with every read).
+A mirror made by ``make_stable(cls)`` shares ``cls``'s name, so pickle cannot find it by name:
+it is pickled as "the stable class of ``cls``" (`_from_source`), as are numpyro's mirrors, so a
+loading process makes the mirror if it has not yet (mirrors are made on first use).
 """
 
 from __future__ import annotations
@@ -19,31 +29,34 @@ from typing import Any, cast
 from numpyro.distributions.distribution import COERCIONS, DistributionMeta, MaskedDistribution
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
-from stabledist._src import jax_private, pickling
-from stabledist._src.batching import restored, settled_arguments
-from stabledist._src.cache import CACHE
-from stabledist._src.describe import FORK_BASE
-from stabledist._src.export import missing_name, register_numpyro_nodes
-from stabledist._src.lazy import is_lazy
-from stabledist._src.mirrors import (
+from stabledist._src import jax_private
+from stabledist._src.construction.describe import FORK_BASE, register
+from stabledist._src.construction.mirrors import (
     finish_construction,
     stabilize,
     stabilize_children,
     stable_class,
 )
-from stabledist._src.pytree import pytree_of
+from stabledist._src.lazy import CACHE, is_lazy
+from stabledist._src.pytrees import (
+    getitem,
+    missing_name,
+    pytree_of,
+    register_numpyro_nodes,
+    restored,
+    settled_arguments,
+)
 from stabledist._src.records import is_stable_class, record_of
-from stabledist._src.registration import register
-from stabledist._src.slicing import getitem
 
-__all__ = ["Distribution", "StableMeta", "is_stable"]
+__all__ = ["Distribution", "StableMeta", "_from_source", "is_stable", "reduce",
+           "restore_state", "state_of"]
 
 
 class StableMeta(DistributionMeta):
-    """Constructors get their arguments settled (`stabledist._src.batching`) and the new
-    instance finished (`stabledist._src.mirrors`); while its ``__init__`` runs, the cache knows
-    the instance is under construction (what its constructor gives a lazy property stays when
-    the constructor then assigns its fields; after construction an assignment drops it)."""
+    """Constructors get their arguments settled (`stabledist._src.pytrees.batching`) and the new
+    instance finished (`stabledist._src.construction.mirrors`); while its ``__init__`` runs, the
+    cache knows the instance is under construction (what its constructor gives a lazy property stays
+    when the constructor then assigns its fields; after construction an assignment drops it)."""
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - a metaclass
         args, kwargs = settled_arguments(args, kwargs)
@@ -105,14 +118,14 @@ class Distribution(_RegisteredByStabledist, _NumpyroDistribution, metaclass=Stab
 
     def __getitem__(self, index: Any) -> Distribution:
         """The distribution of the batch elements ``index`` selects (NumPy's indexing of the
-        batch dimensions; event dimensions untouched): `stabledist._src.slicing`."""
+        batch dimensions; event dimensions untouched): `stabledist._src.pytrees.slicing`."""
         return getitem(self, index)
 
     __iter__ = None  # indexable, not iterable: ``for x in d`` would loop until IndexError
 
     def __setattr__(self, name: str, value: Any) -> None:
         """numpyro's assignment; after construction, assigning a field drops the lazy values
-        that depend on it (this instance's and its holders', `stabledist._src.cache`), so
+        that depend on it (this instance's and its holders', `stabledist._src.lazy.cache`), so
         none is served for leaves it was not computed from (numpyro's would be stale)."""
         object.__setattr__(self, name, value)
         key = id(self)
@@ -136,14 +149,14 @@ class Distribution(_RegisteredByStabledist, _NumpyroDistribution, metaclass=Stab
 
     def __getstate__(self) -> Any:
         """Copies and pickles carry the values the constructor was given (as numpyro's
-        ``__dict__`` does), not the lazy values read since (`stabledist._src.pickling`)."""
-        return pickling.state_of(self)
+        ``__dict__`` does), not the lazy values read since (`state_of`)."""
+        return state_of(self)
 
     def __setstate__(self, state: Any) -> None:
-        pickling.restore_state(self, state)
+        restore_state(self, state)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        return pickling.reduce(self, protocol)
+        return reduce(self, protocol)
 
     def tree_flatten(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         """``(leaves, aux)`` by the class's field table, in declaration order."""
@@ -169,6 +182,46 @@ class Distribution(_RegisteredByStabledist, _NumpyroDistribution, metaclass=Stab
 def is_stable(d: object) -> bool:
     """Whether ``d`` is a stable distribution (instance) or class."""
     return isinstance(d, Distribution) or (isinstance(d, type) and issubclass(d, Distribution))
+
+
+# --- copies and pickles ----------------------------------------------------------------------
+
+
+def _from_source(source: type) -> Any:
+    """Unpickling: a bare instance of ``source``'s stable class (its state follows)."""
+    cls: Any = stable_class(source)
+    return cls.__new__(cls)
+
+
+# Pickles name the unpickling function by module and name: the package's own name, which no
+# move of private modules can break (`stabledist/__init__.py` exports it; pickles written by
+# 0.1.0 name `stabledist.fork._from_source`, kept in `stabledist/fork.py`).
+_from_source.__module__ = "stabledist"
+
+
+def state_of(d: Any) -> Any:
+    """``__getstate__``: the instance's ``__dict__``, with the values it was given if any."""
+    given = CACHE.given(d)
+    return (d.__dict__, given) if given else d.__dict__
+
+
+def restore_state(d: Any, state: Any) -> None:
+    """``__setstate__``: the state `state_of` gave, the given values given again."""
+    given: dict[str, Any] = {}
+    if isinstance(state, tuple):
+        state, given = state
+    vars(d).update(state)
+    for name, value in given.items():
+        CACHE.give(d, name, value)
+
+
+def reduce(d: Any, protocol: Any) -> Any:
+    """``__reduce_ex__``: by the class's own name where pickle can find it, else (a mirror)
+    through `_from_source`."""
+    source = record_of(type(d)).source
+    if source is type(d) or source is _NumpyroDistribution:
+        return object.__reduce_ex__(d, protocol)
+    return _from_source, (source,), state_of(d)
 
 
 register_numpyro_nodes()  # numpyro's constraints and transforms, nodes inside distributions

@@ -6,15 +6,16 @@ A stable class ``S`` mirrors numpyro class ``N``: ``S.__bases__`` are the stable
 for ``X`` = ``numpyro.distributions.LogNormal`` and for ``stabledist.TransformedDistribution``.
 `stable_class` makes ``S`` with the metaclass of the root mirror (``stabledist.Distribution``,
 the mirror of numpyro's ``Distribution``), whose ``__init_subclass__`` registers it
-(`stabledist._src.registration`); `make_stable` does the same for a user's numpyro-style class.
+(`stabledist._src.construction.describe.register`); `make_stable` does the same for a user's
+numpyro-style class.
 
-After every construction (`stabledist._src.base.StableMeta`) the new instance is finished: each
-numpyro distribution it holds (numpyro builds inner distributions from its own module globals:
-``LogNormal``'s base ``Normal``, ``.to_event()``'s ``Independent``) is replaced by a stable copy
-with the same state, never mutating an object a user passed in (`stabilize_children`); a lazy
-value its constructor stored in ``__dict__`` is given to the cache, so the tree is the same
-whatever the constructor was given (`finish_construction`). Numbers are untouched: every
-method that runs is numpyro's own.
+After every construction (`stabledist._src.construction.base.StableMeta`) the new instance is
+finished: each numpyro distribution it holds (numpyro builds inner distributions from its own
+module globals: ``LogNormal``'s base ``Normal``, ``.to_event()``'s ``Independent``) is replaced
+by a stable copy with the same state, never mutating an object a user passed in
+(`stabilize_children`); a lazy value its constructor stored in ``__dict__`` is given to the
+cache, so the tree is the same whatever the constructor was given (`finish_construction`).
+Numbers are untouched: every method that runs is numpyro's own.
 """
 
 from __future__ import annotations
@@ -27,15 +28,17 @@ from typing import Any, TypeVar, cast
 import jax
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
-from stabledist._src.batching import settled
-from stabledist._src.cache import CACHE
-from stabledist._src.children import replace_held_in
-from stabledist._src.describe import is_fork_base
-from stabledist._src.facts import StaticPredicate
-from stabledist._src.introspect import is_numpyro_class
-from stabledist._src.pytree import pytree_of
-from stabledist._src.records import is_stable_class, mirror_of, record_of
-from stabledist._src.user_classes import lint, warn_undeclared, watches
+from stabledist._src.construction.describe import is_fork_base
+from stabledist._src.construction.user_classes import lint, warn_undeclared, watches
+from stabledist._src.lazy import CACHE, is_numpyro_class
+from stabledist._src.pytrees import pytree_of, settled
+from stabledist._src.records import (
+    StaticPredicate,
+    is_stable_class,
+    mirror_of,
+    record_of,
+    replace_held_in,
+)
 
 __all__ = ["finish_construction", "make_stable", "stabilize", "stabilize_children",
            "stable_class", "upstream_class", "wrap_factory"]

@@ -3,7 +3,7 @@
 The core, `stabledist.testing`, the benchmarks and the tests all need to know which names of a
 class are lazy properties, what the MRO resolves a name to, which numpyro class a stable class
 mirrors and which public names are factories. Each answer is written once, here (whether an
-attribute is a lazy property: `stabledist._src.lazy.is_lazy`), so the four users cannot drift
+attribute is a lazy property: `stabledist._src.lazy.reads.is_lazy`), so the four users cannot drift
 apart. Nothing here imports hypothesis or builds a distribution.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 import numpyro.distributions as _nd
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
-from stabledist._src.lazy import is_lazy
+from stabledist._src.lazy.reads import is_lazy
 
 __all__ = [
     "NOT_FACTORIES",

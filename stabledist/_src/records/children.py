@@ -16,7 +16,7 @@ from typing import Any
 
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
-from stabledist._src.records import find
+from stabledist._src.records.records import find
 
 __all__ = ["descendants", "held", "holding_fields", "is_distribution", "replace_held",
            "replace_held_in"]

@@ -4,10 +4,10 @@ clear error for malformed input.
 A class's flatten and unflatten are generated from its record (`stabledist._src.records`), as
 dataclasses generates ``__init__``: straight-line code for its field table, with the batch
 check of its `BatchRule` written into the unflatten (the test that sends an instance whose
-leaves disagree with its stored batch shape to `stabledist._src.batching.derive`). A distribution is
-flattened and unflattened on every jitted call that takes one, and straight-line code is the
-fastest Python can do it (the benchmarks page has the figures). The source is compiled under a
-readable file name and kept in `linecache`, so tracebacks and debuggers show it
+leaves disagree with its stored batch shape to `stabledist._src.pytrees.batching.derive`). A
+distribution is flattened and unflattened on every jitted call that takes one, and straight-line
+code is the fastest Python can do it (the benchmarks page has the figures). The source is compiled
+under a readable file name and kept in `linecache`, so tracebacks and debuggers show it
 (``inspect.getsource(pytree_of(cls).unflatten)``). The functions of each class are this
 module's table (`pytree_of`). One generator, one path: every class, hybrid
 and list fields included; only an instance with unset fields takes `_flatten_general`, and
@@ -33,9 +33,15 @@ import numpy as np
 from jax.tree_util import GetAttrKey
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
-from stabledist._src.batching import STORED_BATCH_SHAPE, derive, restore_children
-from stabledist._src.facts import EVENT
-from stabledist._src.records import BASE_AUX, VALIDATE, BatchRule, ClassRecord, FieldTable
+from stabledist._src.pytrees.batching import STORED_BATCH_SHAPE, derive, restore_children
+from stabledist._src.records import (
+    BASE_AUX,
+    EVENT,
+    VALIDATE,
+    BatchRule,
+    ClassRecord,
+    FieldTable,
+)
 
 __all__ = ["ClassPytree", "StaticValue", "pytree_of", "register"]
 
@@ -115,7 +121,7 @@ def _generate(cls: type, record: ClassRecord,
     layout = _layout(cls, record.table)
     check = _batch_check_lines(record.batch, layout, record.nested)
     lines = [
-        f"# stabledist._src.pytree: generated for {cls.__module__}.{cls.__qualname__}",
+        f"# stabledist._src.pytrees.pytree: generated for {cls.__module__}.{cls.__qualname__}",
         *_flatten_lines(layout), "", *_unflatten_lines(layout, check), "",
         *_set_batch_lines(layout, check),
     ]
@@ -144,7 +150,7 @@ def _batch_check_lines(rule: BatchRule | None, layout: _Layout, nested: tuple[st
     shapes back."""
     if rule is None:
         return []
-    restore = ([f"    restore_children(state, {nested!r})"]
+    restore = ([f"    restore_children(d.__dict__, {nested!r})"]
                if rule.restores_children and nested else [])
     if rule.keep:
         return restore
@@ -188,9 +194,12 @@ def _flatten_lines(layout: _Layout) -> list[str]:
 
 def _unflatten_lines(layout: _Layout, check: list[str]) -> list[str]:
     """``unflatten(statics, children)``: the instance, without running its constructor (JAX may
-    put anything in a leaf: tracers, dtypes, in_axes specs), its ``__dict__`` made whole in
-    one step (fields set one by one would keep them inline, without a dict object, but cost
-    a call each, and the next flatten reads ``__dict__`` anyway), then the batch check."""
+    put anything in a leaf: tracers, dtypes, in_axes specs), its fields set one by one with
+    ``object.__setattr__`` (no bookkeeping: a new instance), then the batch check. Set one by
+    one, they stay inline in the instance, as a constructor's do, with no ``__dict__`` object
+    of its own: a rebuilt instance is one gc-tracked object, as numpyro's is, not two, so a
+    program rebuilding many does not make full collections due sooner than numpyro's does
+    (setting the dict whole costs as much)."""
     leaves = [f"_{i}" for i in range(len(layout.data))]
     statics = [f"_a{i}" for i in range(len(layout.required_aux))]
     hybrid = [f"_h{j}" for j in range(len(layout.hybrid))]
@@ -208,7 +217,7 @@ def _unflatten_lines(layout: _Layout, check: list[str]) -> list[str]:
         "    except (TypeError, ValueError):", "        invalid(statics, children)",
         f"    state = {{{', '.join(state)}}}", *set_hybrid,
         "    if absent:", "        drop_absent(state, absent, statics)",
-        "    d = new(cls)", "    osa(d, '__dict__', state)  # a new instance: no bookkeeping",
+        "    d = new(cls)", "    for _k in state:", "        osa(d, _k, state[_k])",
         *check, "    return d"]
 
 
@@ -226,7 +235,7 @@ def _set_batch_lines(layout: _Layout, check: list[str]) -> list[str]:
 
 
 def _compile(cls: type, source: str, namespace: dict[str, Any]) -> tuple[Any, Any, Any]:
-    filename = f"<stabledist._src.pytree {cls.__module__}.{cls.__qualname__}>"
+    filename = f"<stabledist._src.pytrees.pytree {cls.__module__}.{cls.__qualname__}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     # names are repr()-quoted; values are bound in the namespace, never spliced into code
     exec(compile(source, filename, "exec"), namespace)

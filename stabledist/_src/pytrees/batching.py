@@ -6,7 +6,7 @@ still ``()``: every method then broadcasts wrongly or raises (numpyro #2271). Ev
 leaves ``vmap`` (``out_axes=0``), a ``lax.scan`` as ``ys`` or a ``tree_map(jnp.stack, ...)``
 gained the same leading axes, and the constructor gave the parameters one rank (numpyro's
 ``promote_shapes``), so the new batch shape can be read from the leaves when their rank
-disagrees with the stored one. The `stabledist._src.records.BatchRule` of the class's record
+disagrees with the stored one. The `stabledist._src.records.records.BatchRule` of the class's record
 says where (TFP's ``parameter_properties`` in spirit):
 
 * a parameter of event rank ``e`` contributes ``shape[:ndim - e]``; a nested distribution
@@ -16,7 +16,7 @@ says where (TFP's ``parameter_properties`` in spirit):
   over a batched instance): the stored shape loses its leading axes.
 
 Every unflatten runs the check, generated from the class's `BatchRule` into its unflatten
-(`stabledist._src.pytree`): one ``len`` per parameter, so only an instance whose largest
+(`stabledist._src.pytrees.pytree`): one ``len`` per parameter, so only an instance whose largest
 parameter rank disagrees with the stored batch shape (or whose nested distribution was
 derived) reaches `derive`. A derived instance keeps the stored shape under `STORED_BATCH_SHAPE`:
 flatten emits it as aux data, so the treedef stays numpyro's. Leaves without a ``shape`` say
@@ -37,9 +37,16 @@ from typing import Any
 
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
-from stabledist._src.children import descendants, holding_fields, is_distribution, replace_held
-from stabledist._src.facts import BLOCKS_HOLDERS, EVENT
-from stabledist._src.records import BatchRule, record_of
+from stabledist._src.records import (
+    BLOCKS_HOLDERS,
+    EVENT,
+    BatchRule,
+    descendants,
+    holding_fields,
+    is_distribution,
+    record_of,
+    replace_held,
+)
 
 __all__ = ["STORED_BATCH_SHAPE", "derive", "is_derived", "restore_children", "restored",
            "settled", "settled_arguments", "settled_value"]
@@ -123,7 +130,7 @@ def _contributions(state: dict[str, Any], rule: BatchRule, children: Any) -> lis
 
 def _holds_blocking(values: Any) -> bool:
     """Does any distribution among ``values``, or held by one anywhere below, keep its holders'
-    shapes (`stabledist._src.facts.Facts.blocks_holders`: an `ExpandedDistribution`)?"""
+    shapes (`stabledist._src.records.facts.Facts.blocks_holders`: an `ExpandedDistribution`)?"""
     for value in values:
         if is_distribution(value) and (isinstance(value, BLOCKS_HOLDERS) or any(
                 isinstance(v, BLOCKS_HOLDERS) for v in descendants(value))):

@@ -21,7 +21,7 @@ truncated distribution's support), once at import (`register_numpyro_nodes`).
   (insertion order), ``["odict", ...]``, ``["dtype", name]``, ``["sctype", name]`` (a numpy
   scalar type), ``["ndarray" | "jax", dtype, shape, base64 of the little-endian bytes]``,
   ``["npscalar", dtype, base64]``, ``["static", value]`` (a hybrid field's static value,
-  `stabledist._src.pytree.StaticValue`) and ``["constraint", name]`` (one of numpyro's
+  `stabledist._src.pytrees.pytree.StaticValue`) and ``["constraint", name]`` (one of numpyro's
   parameterless constraint objects, ``constraints.real``, by its name). A distribution's
   aux data goes with the names of its aux fields (``{"fields": [...], "aux": [...]}``), so bytes
   written by a stabledist whose field table differs fail to load with a clear error instead of
@@ -52,8 +52,8 @@ from numpyro.distributions import transforms as _transforms
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
 from stabledist._src import jax_private
-from stabledist._src.introspect import is_numpyro_class
-from stabledist._src.pytree import StaticValue, pytree_of
+from stabledist._src.lazy import is_numpyro_class
+from stabledist._src.pytrees.pytree import StaticValue, pytree_of
 from stabledist._src.records import ClassRecord, is_stable_class, record_of
 
 __all__ = ["UnserializableAuxError", "missing_name", "register_numpyro_nodes",

@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import numpyro
 
-from stabledist._src.cache import CACHE
+from stabledist._src.lazy import CACHE
 from stabledist._src.records import ClassRecord
 
 __all__ = ["checked_own_flatten", "lint", "warn_undeclared", "watches"]
@@ -28,10 +28,10 @@ _warned: set[type] = set()  # classes whose undeclared attributes were reported
 
 # Frames a warning skips to reach the user's line: stabledist's, numpyro's and JAX's (a flatten
 # is reached through `jax.tree.flatten`, `jax.tree_util`, `jit`, an MCMC run, ... with more or
-# fewer frames each).
+# fewer frames each). Each is its package's directory: `stabledist/` is two above this file.
 _INTERNAL_DIRS = tuple(
     os.path.dirname(path) + os.sep
-    for path in (os.path.dirname(__file__), jax.__file__, numpyro.__file__)
+    for path in (os.path.dirname(os.path.dirname(__file__)), jax.__file__, numpyro.__file__)
 )
 
 

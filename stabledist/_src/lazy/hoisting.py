@@ -22,7 +22,7 @@ the leaves alone (`decide_abstractly`: as costly as tracing the user's whole ``l
 It is memoized per class, property and leaf shapes/dtypes - and, when it cannot depend on the
 sizes (a linear-algebra primitive; or no intermediate larger than the leaves or results
 together), per leaf *ranks*: a new batch size decides nothing again. Where a first read is
-computed, and whether this module is asked at all, is `stabledist._src.reads`' decision.
+computed, and whether this module is asked at all, is `stabledist._src.lazy.reads`' decision.
 
 A hoisted value (`compute_hoisted`) is computed by one compiled program per class and property
 (mode ``"program"``; JAX keeps one executable per tree structure and leaf shapes), shared by
@@ -51,8 +51,8 @@ import numpy as np
 from jax.core import Tracer
 
 from stabledist._src import jax_private
-from stabledist._src.cache import CACHE
 from stabledist._src.jax_private import Recording, constants_used
+from stabledist._src.lazy.cache import CACHE
 from stabledist._src.records import is_stable_class
 
 __all__ = ["EXPANSION", "HEAVY_PRIMITIVES", "LARGE_CONSTANTS", "MEMO_MAX", "NOT_COMPUTED",

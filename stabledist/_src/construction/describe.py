@@ -1,43 +1,73 @@
-"""Describing a stable class: its `ClassRecord` and the attributes it must get, computed in one
-pure step from the class, the class it mirrors and `stabledist._src.facts`.
+"""Describing a stable class, registering it, and the errors its mirror explains.
 
-`describe(cls, source)` reads and changes nothing: it returns the record (the field table -
-which attributes are leaves, in declaration order -, the lazy names, the nested fields, each
-parameter's event rank, where the batch shape is read (`BatchRule`) and the class's `Facts`)
-and the attributes to install (cached lazy properties, recomputed attributes, precedence
-restored, a mirror's ``sample`` whose errors say what to pass: `messages`). The registration
-(`stabledist._src.registration`) installs them and records the record
-(`stabledist._src.records`).
+Describing: a class's `ClassRecord` and the attributes it must get, computed in one pure step
+from the class, the class it mirrors and `stabledist._src.records.facts`. `describe(cls,
+source)` reads and changes nothing: it returns the record (the field table - which attributes
+are leaves, in declaration order -, the lazy names, the nested fields, each parameter's event
+rank, where the batch shape is read (`BatchRule`) and the class's `Facts`) and the attributes
+to install (cached lazy properties, recomputed attributes, precedence restored, a mirror's
+``sample`` whose errors say what to pass: `explaining`). The registration (`register`)
+installs them and records the record (`stabledist._src.records`).
 
 numpyro gathers a distribution's fields on every flatten by walking the MRO into a ``set``, so
 its leaf order follows ``PYTHONHASHSEED``. Here the table is gathered once, in declaration
 order; its data fields are exactly numpyro's (the parametrization), so one class has one tree
 structure whatever it was built from or has read.
+
+The registration (`register`): what makes a class stable, once, when it is created. Every
+subclass of `stabledist.Distribution` - the mirrors of numpyro's classes, a user's subclass, a
+class given to ``make_stable`` - is registered by `register` from the base class's
+``__init_subclass__`` (`stabledist._src.construction.base`): its record is described
+(`describe`, pure), its lazy properties and recomputed attributes installed, the record kept
+(`stabledist._src.records`), its flatten and unflatten generated and registered with JAX
+(`stabledist._src.pytrees.pytree`), and its name with ``jax.export``
+(`stabledist._src.pytrees.export`). JAX's pytree registry keeps every registered class alive,
+so a record lives as long as the process.
+
+Errors that say what to pass (`explaining`): where numpyro's own error for a common mistake
+says nothing useful, the same exception, of the same type, with a message naming the mistake
+and the fix. Only ``sample`` is explained, and only on stabledist's own mirrors of numpyro's
+classes (`explaining`, installed by `describe`): a mirror's MRO holds nothing but mirrors
+before the class it mirrors, so the wrapper calls exactly the method Python would have
+resolved, and only acts when it raises. A user's class never gets one: what it defines, at any
+depth, is what runs. ``log_prob`` is not wrapped: numpyro warns about out-of-support values at
+the first frame outside numpyro, and a wrapper's frame would take the user's line.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 from numpyro.distributions.util import lazy_property
+from numpyro.util import is_prng_key
 
-from stabledist._src.facts import EVENT, Facts, StaticPredicate, facts_of
-from stabledist._src.introspect import class_attribute, is_numpyro_class
-from stabledist._src.lazy import cached_lazy_property, is_lazy, lazy_property_of
-from stabledist._src.messages import EXPLAINED, explaining
+from stabledist._src import pytrees, records
+from stabledist._src.construction.user_classes import checked_own_flatten
+from stabledist._src.lazy import (
+    cached_lazy_property,
+    class_attribute,
+    is_lazy,
+    is_numpyro_class,
+    lazy_property_of,
+)
 from stabledist._src.records import (
     BASE_AUX,
+    EVENT,
     VALIDATE,
     BatchRule,
     ClassRecord,
+    Facts,
     FieldTable,
+    StaticPredicate,
+    facts_of,
     find,
 )
 
-__all__ = ["FORK_BASE", "Description", "LazyToInstall", "describe", "field_table",
-           "is_fork_base", "unknown_own_pytree"]
+__all__ = ["EXPLAINED", "FORK_BASE", "Description", "LazyToInstall", "describe", "explaining",
+           "field_table", "is_fork_base", "register", "unknown_own_pytree"]
 
 FORK_BASE = "_stabledist_fork_base"
 """Set in the body of stabledist's own generic base classes: they are not a class's source."""
@@ -67,7 +97,7 @@ def is_fork_base(cls: type) -> bool:
 
 def describe(cls: type, source: type) -> Description:
     """The record of the stable class ``cls`` mirroring ``source``, and what to install on it
-    (pure: reads the classes and `stabledist._src.facts`, changes nothing)."""
+    (pure: reads the classes and `stabledist._src.records.facts`, changes nothing)."""
     facts = facts_of(cls)
     own = _own_pytree_methods(cls)
     install, lazy, generated = _lazy_attributes(cls, source, facts)
@@ -162,7 +192,7 @@ def _own_pytree_methods(cls: type) -> tuple[Any, Any, dict[str, Any]] | None:
     """A user class's own ``(tree_flatten, tree_unflatten, attributes to install)``, which JAX
     should call for ``cls``; None when the field table describes the class.
 
-    numpyro classes with their own methods are the hybrid ones of `stabledist._src.facts`,
+    numpyro classes with their own methods are the hybrid ones of `stabledist._src.records.facts`,
     which the table handles; any other numpyro class with its own methods makes the import
     fail rather than be flattened wrongly."""
     for base in cls.__mro__:
@@ -185,7 +215,8 @@ def _own_pytree_methods(cls: type) -> tuple[Any, Any, dict[str, Any]] | None:
 
 def unknown_own_pytree(cls: type) -> None:
     """Raise for a numpyro class that defines its own pytree methods stabledist does not know
-    (the hybrid classes of `stabledist._src.facts` are known): it would be flattened wrongly."""
+    (the hybrid classes of `stabledist._src.records.facts` are known): it would be flattened
+    wrongly."""
     custom = set(_OWN_METHODS) & set(vars(cls))
     if custom and not facts_of(cls).hybrid:
         raise TypeError(
@@ -305,3 +336,87 @@ def _event_ranks(cls: type, facts: Facts) -> dict[str, int]:
 
 
 _UNKNOWN: Any = object()
+
+
+# --- the registration ------------------------------------------------------------------------
+
+
+def register(cls: type, source: type) -> None:
+    """Make ``cls`` stable: ``source`` is the class it mirrors (numpyro's, or a user's class
+    given to ``make_stable``), or ``cls`` itself."""
+    record, install = describe(cls, source)
+    for name, value in install.items():
+        if isinstance(value, LazyToInstall):
+            value = cached_lazy_property(value.function, name).installed
+        setattr(cls, name, value)
+    records.add(cls, record)
+    own = record.own
+    if own is not None:  # a user's flatten, checked at its first call
+        own = (checked_own_flatten(cls, own[0]), own[1])
+    pytrees.register(cls, record, own)
+    pytrees.register_serialization(cls, record)
+
+
+# --- errors that say what to pass ------------------------------------------------------------
+
+
+EXPLAINED = ("sample",)
+"""The methods whose errors are explained (on mirrors only)."""
+
+_MARK = "_stabledist_explained"
+
+
+def explaining(cls: type, name: str, source: type) -> Callable[..., Any] | None:
+    """The method ``name`` of the mirror ``cls`` of ``source`` (the first in its MRO that is
+    not one of these wrappers: the mirrors before ``source`` hold only wrappers), wrapped so
+    that its errors say what to pass; None for a class that mirrors nothing (a user's class
+    keeps Python's resolution), where the one ``cls`` inherits wraps it already, or it has
+    none."""
+    if source is cls:
+        return None
+    method = next((vars(b)[name] for b in cls.__mro__
+                   if name in vars(b) and not hasattr(vars(b)[name], _MARK)), None)
+    inherited = next((vars(b)[name] for b in cls.__mro__ if name in vars(b)), None)
+    if not callable(method) or getattr(inherited, "__wrapped__", None) is method:
+        return None
+
+    @functools.wraps(method)
+    def explained(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (AssertionError, TypeError) as error:
+            message = _explanation(self, name, args, kwargs, error)
+            if message is None:
+                raise
+            raise type(error)(message) from error
+
+    setattr(explained, _MARK, True)
+    return explained
+
+
+def _explanation(d: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+                 error: Exception) -> str | None:
+    """What the mistake behind ``error`` was, or None (numpyro's error stands)."""
+    cls = type(d).__name__
+    key = args[0] if args else kwargs.get("key")
+    if name == "sample" and isinstance(error, AssertionError) and not error.args and (
+            not is_prng_key(key)):
+        return (f"{cls}.sample expects a PRNG key as its first argument, such as "
+                f"jax.random.key(0) or jax.random.PRNGKey(0); got {_described(key)}")
+    if isinstance(error, TypeError):
+        record = find(type(d))
+        state = vars(d)
+        for field in sorted(record.table.array_fields) if record is not None else ():
+            value = state.get(field)
+            if type(value) in (list, tuple):
+                return (f"{cls}'s parameter {field} is a Python {type(value).__name__} "
+                        f"({str(value)[:60]}), which numpyro does not convert: pass an array, "
+                        f"jnp.asarray(...) (numpyro's {type(error).__name__}: {error})")
+    return None
+
+
+def _described(value: Any) -> str:
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return f"an array of shape {tuple(shape)} and dtype {dtype}"
+    return f"{type(value).__name__} {value!r}"[:120]

@@ -11,7 +11,7 @@ released by a weak reference when the instance dies, so:
 * every reader of an instance's value gets the same object, also when threads race for it
   (each may compute it, the first one stored is kept for all), and no reader sees a
   half-written cache: the bookkeeping changes under one lock, never held while a value is
-  computed (that is the caller's business: `stabledist._src.reads`);
+  computed (that is the caller's business: `stabledist._src.lazy.reads`);
 * a value the constructor was *given* or computed as an alternative parametrization
   (``MultivariateNormal(covariance_matrix=C)``) is state of that instance (`give`): kept
   exactly (a tracer or not: it lives and dies with the instance, as its leaves do), kept by
@@ -21,7 +21,7 @@ released by a weak reference when the instance dies, so:
   that holds it (`changed`): a value is never served for leaves it was not computed from
   (numpyro serves the stale ``__dict__`` value there). The holders are found when the
   assignment happens: the instances with values whose class may hold a distribution are
-  indexed (`holding`), and each is walked then (`stabledist._src.children.descendants`). An
+  indexed (`holding`), and each is walked then (`stabledist._src.records.children.descendants`). An
   assignment after construction is rare (numpyro's own inference code makes none), a first
   read is not: it pays one dict insert for a holder, nothing for the others.
 
@@ -37,8 +37,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from stabledist._src.children import descendants
-from stabledist._src.records import find
+from stabledist._src.records import descendants, find
 
 __all__ = ["CACHE", "CacheInfo", "LazyValueCache", "cache_info", "clear_cache"]
 

@@ -15,7 +15,7 @@ by name. A class whose constructor cannot be called from its fields (a transform
 parameters, a user's class whose arguments are named otherwise than the fields they set)
 raises a `TypeError` saying so, never a slice rebuilt from defaults. What a class needs beyond
 its record (a reason it cannot be sliced, nested distributions' own trailing dimensions,
-constructor arguments kept only through shapes) are its `stabledist._src.facts`.
+constructor arguments kept only through shapes) are its `stabledist._src.records.facts`.
 """
 
 from __future__ import annotations
@@ -28,10 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions.transforms import Transform
 
-from stabledist._src.children import is_distribution
-from stabledist._src.facts import EVENT
-from stabledist._src.introspect import is_numpyro_class
-from stabledist._src.records import ClassRecord, record_of
+from stabledist._src.lazy import is_numpyro_class
+from stabledist._src.records import EVENT, ClassRecord, is_distribution, record_of
 
 __all__ = ["getitem"]
 

@@ -1,11 +1,11 @@
 """The class record: what stabledist knows about one stable class, frozen, in one table.
 
-`stabledist._src.describe` computes a class's `ClassRecord` (pure: from the class, the class
-it mirrors and `stabledist._src.facts`); the registration (`stabledist._src.registration`)
-adds it here, once, before anything reads it. Nothing writes a record afterwards: what other
-modules keep per class at run time (the generated pytree functions, hoisting's decisions and
-programs, derived batch shapes, the warnings given) lives in each module's own table, keyed by
-class, as equinox keeps per-class state.
+`stabledist._src.construction.describe` computes a class's `ClassRecord` (pure: from the class, the
+class it mirrors and `stabledist._src.records.facts`); the registration
+(`stabledist._src.construction.describe.register`) adds it here, once, before anything reads it.
+Nothing writes a record afterwards: what other modules keep per class at run time (the generated
+pytree functions, hoisting's decisions and programs, derived batch shapes, the warnings given) lives
+in each module's own table, keyed by class, as equinox keeps per-class state.
 
 The table also maps each mirrored class to its stable class (``MIRRORS``): a numpyro class or a
 user's class given to ``make_stable`` -> the stable subclass made for it.
@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stabledist._src.facts import Facts, Offset, StaticPredicate
+from stabledist._src.records.facts import Facts, Offset, StaticPredicate
 
 __all__ = ["BASE_AUX", "MIRRORS", "VALIDATE", "BatchRule", "ClassRecord", "FieldTable", "add",
            "find", "is_stable_class", "mirror_of", "record_of"]
@@ -50,7 +50,7 @@ class FieldTable:
 class BatchRule:
     """Where a class's batch shape can be read from its leaves (TFP's ``parameter_properties``
     in spirit: an event rank per parameter). ``arrays`` are ``(leaf index, event rank)``
-    (`stabledist._src.facts.EVENT`: the instance's event rank), ``children`` ``(leaf index,
+    (`stabledist._src.records.facts.EVENT`: the instance's event rank), ``children`` ``(leaf index,
     offset)`` for nested distributions whose batch shape tells the parent's; ``event_shaped``
     leaves end in the event shape. ``keep``: the batch shape is not a function of the leaves
     (stored one kept); ``restores_children``: after an unflatten that keeps this parent's
@@ -67,16 +67,17 @@ class BatchRule:
 
 @dataclass(frozen=True, eq=False)
 class ClassRecord:
-    """What `stabledist._src.describe.describe` found for a stable class. ``source`` is the
-    class it mirrors (numpyro's or a user's class given to ``make_stable``), or the class
+    """What `stabledist._src.construction.describe.describe` found for a stable class. ``source`` is
+    the class it mirrors (numpyro's or a user's class given to ``make_stable``), or the class
     itself. ``lazy``: names that resolve to cached lazy properties (a constructor's assignment
     to one is a given value); ``generated``: names the class holds only to restore MRO
     precedence; ``added``: names the registration set that the class statement did not write
     (what the class's numpyro twin leaves out); ``fields``: everything an instance's
     ``__dict__`` may hold by declaration;
     ``nested``: data fields that may hold distributions; ``event_ranks``: each parameter's
-    event rank where known (`stabledist._src.facts.EVENT`: the instance's), read by batch shapes
-    and slices alike; ``batch``: where the batch shape is read from the leaves (None: nowhere);
+    event rank where known (`stabledist._src.records.facts.EVENT`: the instance's), read by batch
+    shapes and slices alike; ``batch``: where the batch shape is read from the leaves (None:
+    nowhere);
     ``own``: a user class's own ``(tree_flatten, tree_unflatten)``."""
 
     qualname: str
