@@ -193,6 +193,10 @@ def register_numpyro_nodes() -> None:
     numpyro registers each with JAX as a pytree (``__init_subclass__``) with aux data
     ``(parameter names, {attribute: value})``; types defined later (a user's transform) are
     not covered and make ``serialize()`` fail with JAX's "unregistered type" error.
+
+    Every import makes these ~180 registrations, so each is one small object (two for a
+    constraint or transform type), not a pair of closures and their cell (five objects the
+    cyclic collector counts, and walks in every full collection for the life of the process).
     """
     if _register_node is None:
         return
@@ -200,26 +204,33 @@ def register_numpyro_nodes() -> None:
         for node in sorted(_subclasses(base), key=_qualified):
             if node.__module__.startswith("numpyro."):
                 name = PREFIX + _qualified(node)
-                _register(node, name, *_numpyro_node_codec(node, name))
+                codec = _NumpyroNodeCodec(f"{node.__qualname__} ({name})")
+                _register(node, name, codec, codec.deserialize)
     for cls in sorted(_subclasses(_NumpyroDistribution), key=_qualified):
         if cls.__module__.startswith("numpyro.") and not is_stable_class(cls):
-            _register(cls, f"{PREFIX}numpyro-built:{_qualified(cls)}", *_refusal(cls))
+            _register(cls, f"{PREFIX}numpyro-built:{_qualified(cls)}", _Refusal(cls),
+                      _never_exported)
 
 
-def _refusal(cls: type) -> tuple[Callable[[Any], bytes], Callable[[bytes], Any]]:
+class _Refusal:
     """numpyro's own distribution classes: ``serialize()`` says to convert them (JAX's error
     would say only "unregistered type")."""
-    def serialize(aux: Any) -> bytes:
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def __call__(self, aux: Any) -> bytes:
         raise UnserializableAuxError(
-            f"cannot serialize a numpyro.distributions.{cls.__qualname__} for jax.export: "
+            f"cannot serialize a numpyro.distributions.{self.cls.__qualname__} for jax.export: "
             "numpyro's distribution classes are not exportable; give the function a stable "
             "one: stabledist.stabilize(d) converts it (numpyro's autoguides and Predictive "
             "build stable ones inside `with stabledist.stable_internals():`)")
 
-    def deserialize(data: bytes) -> Any:  # pragma: no cover - nothing serializes this name
-        raise ValueError(f"{cls.__qualname__}: numpyro's distributions are never exported")
 
-    return serialize, deserialize
+def _never_exported(data: bytes) -> Any:  # pragma: no cover - nothing serializes these names
+    raise ValueError("numpyro's distributions are never exported")
 
 
 def _subclasses(base: type) -> set[type]:
@@ -288,13 +299,17 @@ def _value_codec(cls: type, name: str) -> tuple[Callable[[Any], bytes], Callable
     return serialize, deserialize
 
 
-def _numpyro_node_codec(
-    node: type, name: str
-) -> tuple[Callable[[Any], bytes], Callable[[bytes], Any]]:
-    """numpyro's constraint/transform aux data: ``(parameter names, {attribute: value})``."""
-    label = f"{node.__qualname__} ({name})"
+class _NumpyroNodeCodec:
+    """numpyro's constraint/transform aux data ``(parameter names, {attribute: value})``: the
+    object serializes (it is called), its ``deserialize`` loads."""
 
-    def serialize(aux: Any) -> bytes:
+    __slots__ = ("label",)
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def __call__(self, aux: Any) -> bytes:
+        label = self.label
         if not (type(aux) is tuple and len(aux) == 2 and isinstance(aux[1], dict)):
             return _dump({"format": _FORMAT, "value": _encode_field(label, "aux data", aux)})
         keys, attributes = aux
@@ -302,14 +317,13 @@ def _numpyro_node_codec(
         return _dump({"format": _FORMAT, "params": _encode_field(label, "parameter names", keys),
                       "attributes": encoded})
 
-    def deserialize(data: bytes) -> Any:
+    def deserialize(self, data: bytes) -> Any:
+        label = self.label
         payload = _load(label, data)
         if "value" in payload:
             return _decode_field(label, "aux data", payload["value"])
         keys = _decode_field(label, "parameter names", payload["params"])
         return keys, {k: _decode_field(label, k, v) for k, v in payload["attributes"]}
-
-    return serialize, deserialize
 
 
 def _dump(payload: dict[str, Any]) -> bytes:
