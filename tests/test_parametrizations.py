@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import pickle
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -24,56 +23,17 @@ from helpers import BUILDERS
 import stabledist as sd
 from stabledist._src.lazy.cache import CACHE
 from stabledist._src.lazy.introspect import lazy_names
+from stabledist.testing._catalog_entries import CATALOG
+from stabledist.testing._class_entry import Builder
 
 COV = jnp.array([[2.0, 0.5, 0.2], [0.5, 1.5, 0.3], [0.2, 0.3, 1.0]], dtype=jnp.float32)
-CORR = jnp.array([[1.0, 0.4, 0.1], [0.4, 1.0, -0.3], [0.1, -0.3, 1.0]], dtype=jnp.float32)
 LOC = jnp.array([0.5, -1.0, 2.0], dtype=jnp.float32)
-ROW = jnp.array([2.0, 0.5, 0.2, 0.5], dtype=jnp.float32)
-
-Build = Callable[[Any], nd.Distribution]
 
 # Every keyword alternative numpyro offers for the classes that have more than one, with equal
-# batch and event shapes, so all of a class's alternatives must share one treedef.
-ALTERNATIVES: dict[str, dict[str, Build]] = {
-    "MultivariateNormal": {
-        "covariance_matrix": lambda m: m.MultivariateNormal(LOC, covariance_matrix=COV),
-        "precision_matrix": lambda m: m.MultivariateNormal(LOC, precision_matrix=COV),
-        "scale_tril": lambda m: m.MultivariateNormal(
-            LOC, scale_tril=jnp.linalg.cholesky(COV)),
-    },
-    "Wishart": {
-        "scale_matrix": lambda m: m.Wishart(5.0, scale_matrix=COV),
-        "rate_matrix": lambda m: m.Wishart(5.0, rate_matrix=COV),
-        "scale_tril": lambda m: m.Wishart(5.0, scale_tril=jnp.linalg.cholesky(COV)),
-    },
-    "WishartCholesky": {
-        "scale_matrix": lambda m: m.WishartCholesky(5.0, scale_matrix=COV),
-        "rate_matrix": lambda m: m.WishartCholesky(5.0, rate_matrix=COV),
-        "scale_tril": lambda m: m.WishartCholesky(5.0, scale_tril=jnp.linalg.cholesky(COV)),
-    },
-    "InverseWishart": {
-        "scale_matrix": lambda m: m.InverseWishart(5.0, scale_matrix=COV),
-        "rate_matrix": lambda m: m.InverseWishart(5.0, rate_matrix=COV),
-        "scale_tril": lambda m: m.InverseWishart(5.0, scale_tril=jnp.linalg.cholesky(COV)),
-    },
-    "InverseWishartCholesky": {
-        "scale_matrix": lambda m: m.InverseWishartCholesky(5.0, scale_matrix=COV),
-        "rate_matrix": lambda m: m.InverseWishartCholesky(5.0, rate_matrix=COV),
-        "scale_tril": lambda m: m.InverseWishartCholesky(
-            5.0, scale_tril=jnp.linalg.cholesky(COV)),
-    },
-    "CirculantNormal": {
-        "covariance_row": lambda m: m.CirculantNormal(jnp.zeros(4), covariance_row=ROW),
-        "covariance_rfft": lambda m: m.CirculantNormal(
-            jnp.zeros(4), covariance_rfft=jnp.fft.rfft(ROW).real),
-    },
-    "GaussianCopula": {
-        "correlation_matrix": lambda m: m.GaussianCopula(
-            m.Normal(jnp.zeros(3), 1.0), correlation_matrix=CORR),
-        "correlation_cholesky": lambda m: m.GaussianCopula(
-            m.Normal(jnp.zeros(3), 1.0), correlation_cholesky=jnp.linalg.cholesky(CORR)),
-    },
-}
+# batch and event shapes, so all of a class's alternatives must share one treedef: each class's
+# catalog record (``alternatives``).
+ALTERNATIVES: dict[str, dict[str, Builder]] = {
+    name: dict(entry.alternatives) for name, entry in CATALOG.items() if entry.alternatives}
 CASES = [(cls, how) for cls, alts in ALTERNATIVES.items() for how in alts]
 
 

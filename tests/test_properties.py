@@ -4,8 +4,10 @@ Every property of the registry (`stabledist.testing.PROPERTIES`) is a test here,
 parametrized over every public distribution class (ids are class names);
 `test_every_property_has_a_test` keeps the two in step. Instances come from
 `stabledist.testing.specs`: drawn from `arg_constraints` (generic), with per-class hints, or
-from the catalog for the classes listed in `stabledist.testing._hints.CATALOG_ONLY`
-(`draw_mode` says which). A failure prints the
+from the catalog for the classes whose catalog record says ``catalog_only``
+(`draw_mode` says which). What the suite knows of a class (its float64 casts, numpyro's own
+failures under a transformation) is that class's record in
+`stabledist.testing._catalog_entries.CATALOG`; the tables here are views of it. A failure prints the
 drawn distribution (class and parameters), the access plan where there is one, and what
 differed, after shrinking.
 
@@ -45,13 +47,13 @@ from hypothesis import strategies as st
 import stabledist as sd
 from stabledist import testing
 from stabledist.testing import _process, _strategies, _transforms, catalog
+from stabledist.testing._catalog_entries import CATALOG, entry_of, upstream_failures
 from stabledist.testing._compare import COVERAGE, COVERAGE_KEY, TRACED_METHODS
-from stabledist.testing._examples import NO_EXAMPLE
 from stabledist.testing._strategies import access_plans, specs, stacks
 
 THOROUGH = os.environ.get("STABLEDIST_HYPOTHESIS_PROFILE", "ci") == "thorough"
-TESTED_CLASSES = [name for name in CLASS_NAMES if name not in NO_EXAMPLE]
-"""Every public class with a catalog example: all but the abstract bases of NO_EXAMPLE, which
+TESTED_CLASSES = [name for name in CLASS_NAMES if name not in catalog.EXCLUDED]
+"""Every public class with a catalog example: all but the abstract bases of EXCLUDED, which
 test_classes_without_example_are_abstract keeps honest (nothing is collected to be skipped)."""
 
 INDEPENDENT_OF_CLASS: dict[str, str] = {
@@ -80,24 +82,6 @@ if os.environ.get("STABLEDIST_PROPERTY_CLASSES") == "covering":  # `make check`'
     TESTED_CLASSES = [name for name in TESTED_CLASSES if name in INDEPENDENT_OF_CLASS]
 
 
-UPSTREAM_FAILURES: dict[str, dict[str, dict[str, str]]] = {
-    "shard_map": {
-        "Gompertz": {
-            "mean": "Gompertz.mean calls jax.scipy.special.expi, whose while_loop carry is "
-                    "not varying-manual-axes aware: inside shard_map JAX raises 'while_loop "
-                    "body function carry input and carry output must have equal types' for "
-                    "numpyro's own Gompertz too (the same JAX bug class as jax-ml/jax#31080, "
-                    "fixed there for random.gamma). The structure and every other read are "
-                    "still checked; test_upstream_failures_still_fail drops the entry's "
-                    "reason to exist when JAX fixes it",
-        },
-    },
-}
-"""(property) -> class -> method -> reason: reads that fail under the transformation for
-numpyro's own class (a JAX or numpyro bug, not a stabledist one). Only that read is left out;
-each entry is re-verified upstream by test_upstream_failures_still_fail
-(tests/test_properties.py)."""
-
 KEY = jax.random.PRNGKey(0)
 NDEV = jax.device_count()
 
@@ -112,16 +96,19 @@ def pair(spec: Any) -> tuple[Any, Any]:
 
 
 def traced_reads(prop: str, name: str) -> tuple[str, ...]:
-    """The methods read inside the transformation: the profile's, minus upstream failures."""
-    failing = UPSTREAM_FAILURES.get(prop, {}).get(name, {})
+    """The methods read inside the transformation: the profile's, minus the reads the class's
+    record lists as failing for numpyro's own class under ``prop`` (``upstream_failures``:
+    a JAX or numpyro bug, not a stabledist one; test_upstream_failures_still_fail re-verifies
+    each)."""
+    failing = {f.method for f in entry_of(name).upstream_failures if f.prop == prop}
     return tuple(m for m in TRACED if m not in failing)
 
 
-@pytest.mark.parametrize("name", sorted(NO_EXAMPLE))
+@pytest.mark.parametrize("name", sorted(catalog.EXCLUDED))
 def test_classes_without_example_are_abstract(name: str) -> None:
     """A class is left out of the property suite only when there is nothing to check: it is
     public, and numpyro's own class has neither parameters nor a sampler nor a density."""
-    assert name in CLASS_NAMES, f"{name} is not a public class: drop it from NO_EXAMPLE"
+    assert name in CLASS_NAMES, f"{name} is not a public class: drop its no_example record"
     upstream = getattr(nd, name)
     assert upstream.arg_constraints == {}, f"{name} has parameters: give it a catalog example"
     instance = upstream()
@@ -146,20 +133,16 @@ EAGER_DTYPES = F32_OR_F64 if THOROUGH else F32
 # of parameter handling (scalar, special-function, discrete, matrix, Cholesky, nested, wrapper,
 # hybrid-field, extra-field); thorough: all, in every run.
 X64_PROCESS = bool(jax.config.read("jax_enable_x64"))
-FLOAT64_CLASSES = frozenset({
-    "Normal", "Beta", "Gamma", "BinomialProbs", "CategoricalLogits", "MultivariateNormal",
-    "LowRankMultivariateNormal", "Wishart", "LKJCholesky", "TwoSidedTruncatedDistribution",
-    "MixtureSameFamily", "Independent", "MaskedDistribution", "CAR", "Levy",
-    "GaussianStateSpace", "TransformedDistribution",
-})
+FLOAT64_CLASSES = frozenset(name for name, entry in CATALOG.items() if entry.float64)
+"""The classes whose catalog record says ``float64``."""
 assert FLOAT64_CLASSES <= set(CLASS_NAMES), sorted(FLOAT64_CLASSES - set(CLASS_NAMES))
-X64_SWITCH_CLASSES = frozenset({"Normal", "MultivariateNormal", "TwoSidedTruncatedDistribution"})
-"""Cast to float64 under a scoped ``jax.enable_x64`` in a process that runs without x64 (``make
-test``). What the switch itself can break is class-independent (a compiled probe, a cached
-program or an aux table reused across the switch): a scalar class, a matrix class and a holder
-of a child cover it. How each kind of class handles
-float64 parameters is checked by ``make test-x64`` (`FLOAT64_CLASSES`, under x64 for the whole
-process)."""
+X64_SWITCH_CLASSES = frozenset(name for name, entry in CATALOG.items() if entry.x64_switch)
+"""The classes whose catalog record says ``x64_switch``: cast to float64 under a scoped
+``jax.enable_x64`` in a process that runs without x64 (``make test``). What the switch itself
+can break is class-independent (a compiled probe, a cached program or an aux table reused
+across the switch): a scalar class, a matrix class and a holder of a child cover it. How each
+kind of class handles float64 parameters is checked by ``make test-x64`` (`FLOAT64_CLASSES`,
+under x64 for the whole process)."""
 SAMPLE_SHAPES = st.sampled_from([(), (2,), (3, 1)]) if THOROUGH else st.just(())
 
 
@@ -428,19 +411,11 @@ def test_parametrizations(name: str, data: st.DataObject) -> None:
 
 
 def test_parametrized_classes_are_the_documented_ones() -> None:
-    """The derivation (optional constrained keywords, less NOT_PARAMETRIZATIONS) finds exactly
-    the classes known to have alternative constructors, with their keywords."""
+    """The derivation (optional constrained keywords, less each record's
+    ``not_parametrizations``) finds exactly the classes whose catalog records list alternative
+    constructors (``parametrizations``), with their keywords."""
     assert {n: testing.parametrizations(getattr(sd, n)) for n in PARAMETRIZED} == {
-        "CirculantNormal": ("covariance_row", "covariance_rfft"),
-        "GaussianCopula": ("correlation_matrix", "correlation_cholesky"),
-        "GaussianCopulaBeta": ("correlation_matrix", "correlation_cholesky"),
-        "GaussianStateSpace": ("covariance_matrix", "precision_matrix", "scale_tril"),
-        "InverseWishart": ("scale_matrix", "rate_matrix", "scale_tril"),
-        "InverseWishartCholesky": ("scale_matrix", "rate_matrix", "scale_tril"),
-        "MultivariateNormal": ("covariance_matrix", "precision_matrix", "scale_tril"),
-        "Wishart": ("scale_matrix", "rate_matrix", "scale_tril"),
-        "WishartCholesky": ("scale_matrix", "rate_matrix", "scale_tril"),
-    }
+        n: e.parametrizations for n, e in CATALOG.items() if e.parametrizations}
 
 
 @pytest.mark.parametrize("name", TESTED_CLASSES)
@@ -468,22 +443,18 @@ def _upstream_shard_map_read(d: object, method: str) -> object:
 
 
 UPSTREAM_READERS = {"shard_map": _upstream_shard_map_read}
-UPSTREAM_ERRORS = {  # what each UPSTREAM_FAILURES entry raises upstream (a regex)
-    ("shard_map", "Gompertz", "mean"): "carry input and carry output must have equal types",
-}
+"""property -> how it reads one method of numpyro's instance under its transformation."""
 
 
 @pytest.mark.parametrize(("prop", "name", "method"), [
-    (prop, name, method)
-    for prop, by_class in UPSTREAM_FAILURES.items()
-    for name, methods in by_class.items()
-    for method in methods
-])
+    (failure.prop, name, failure.method) for name, failure in upstream_failures()])
 def test_upstream_failures_still_fail(prop: str, name: str, method: str) -> None:
-    """Every UPSTREAM_FAILURES entry still fails for numpyro's own class; when a
-    JAX/numpyro release fixes it, this fails and the entry must go (the read is then checked)."""
+    """Every ``upstream_failures`` entry of a catalog record still fails for numpyro's own
+    class; when a JAX/numpyro release fixes it, this fails and the entry must go (the read
+    is then checked)."""
+    failure, = (f for f in entry_of(name).upstream_failures if (f.prop, f.method) == (prop, method))
     d = dict(catalog.all_builders())[name](nd)
     assert type(d).__module__.startswith("numpyro."), type(d)
-    with pytest.raises(Exception, match=UPSTREAM_ERRORS[prop, name, method]) as info:
+    with pytest.raises(Exception, match=failure.match) as info:
         UPSTREAM_READERS[prop](d, method)
     print(f"{prop} {name}.{method} upstream: {type(info.value).__name__}: {info.value}"[:300])

@@ -33,8 +33,8 @@ from stabledist.testing import (
     _twin,
     check_stable,
 )
+from stabledist.testing._catalog_entries import entry_of
 from stabledist.testing._compare import COVERAGE
-from stabledist.testing._hints import CATALOG_ONLY
 
 # ---------------------------------------------------------------------------------------------
 # A user's distribution (module level, so that the hash-seed workers can import it).
@@ -449,7 +449,7 @@ def test_every_class_has_a_draw_mode() -> None:
     assert set(modes.values()) <= {"generic", "hinted", "catalog"}
     for name, mode in modes.items():
         if mode == "catalog":
-            assert CATALOG_ONLY[name], name
+            assert entry_of(name).catalog_only, name
     drawn = sum(m != "catalog" for m in modes.values())  # most come from arg_constraints
     assert drawn >= 0.9 * len(modes), (drawn, len(modes))
 

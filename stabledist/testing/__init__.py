@@ -22,8 +22,10 @@ a transformation, its lazy values first read there), `_parametrizations` (altern
 parametrizations), `_upstream` (comparisons with numpyro), `_process` (hash seeds, release,
 threads), `_registry` (`PROPERTIES`), `_twin` (the numpyro twin a class is compared with:
 numpyro's class, the one `make_stable` wrapped, or a user's class body on numpyro's base) and
-`_stable` (`check_stable`). The per-class facts they use are data: catalog examples in
-`_examples`, strategy hints in `_hints`.
+`_stable` (`check_stable`). The per-class facts they use are data: one record per numpyro class
+(`_class_entry.ClassEntry`: its examples, drawing hint, parametrizations, numpyro's quirks) in
+`_catalog_entries.CATALOG` (the records in `_entries_continuous`, `_entries_discrete` and
+`_entries_wrappers`), the hints they share in `_hints`.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from numpyro.distributions import constraints as C  # noqa: N812 - constraint na
 
 from stabledist._src.construction import upstream_class
 from stabledist._src.lazy import CACHE, lazy_names
+from stabledist.testing._catalog_entries import entry_of
 from stabledist.testing._twin import numpyro_twin, skipped_override, upstream_lazy_names
 
 __all__ = ["Outcome", "StabilityError", "attempt", "attempt_both", "describe", "destabilize",
@@ -87,22 +88,6 @@ NOT_RUN = Outcome(error=RuntimeError("not run: stabledist's program leaked a tra
 """numpyro's outcome where `attempt_both` did not run it."""
 
 
-NUMPYRO_FAILS: dict[str, str] = {
-    "HurdleGamma": "numpyro's tree_unflatten of the hurdle classes raises",
-    "HurdleLogNormal": "numpyro's tree_unflatten of the hurdle classes raises",
-    "HurdleNegativeBinomial": "numpyro's tree_unflatten of the hurdle classes raises",
-    "HurdleNegativeBinomial2": "numpyro's tree_unflatten of the hurdle classes raises",
-    "HurdlePoisson": "numpyro's tree_unflatten of the hurdle classes raises",
-    "HurdleProbs": "numpyro's tree_unflatten of the hurdle classes raises",
-    "HurdleZeroInflatedPoisson": "numpyro's tree_unflatten of the hurdle classes raises",
-    "Levy": "numpyro's round trip drops Levy's support, so a validated log_prob raises there",
-}
-"""numpyro classes (by name) whose own pytree breaks a program that stabledist's runs: where
-numpyro raises for them, stabledist's outcome is its own (returning is the documented
-improvement). Anywhere else, stabledist returns where numpyro returns and raises the same
-exception type where numpyro raises (`same_outcome`)."""
-
-
 def _is_leak(e: BaseException) -> bool:
     """A tracer outlived its trace (``jax.checking_leaks`` or a later use of it)."""
     return isinstance(e, jax.errors.UnexpectedTracerError) or "Leaked trace" in str(e)
@@ -137,9 +122,9 @@ def same_outcome(what: str, d: Any, label: str, ours: Outcome, theirs: Outcome) 
     ``True`` and the caller compares the values); where numpyro raises, stabledist raises the
     same exception type for the same reason (``False``: nothing more to compare; a
     ``NotImplementedError`` from a base whose override in the class never ran fails), unless
-    the class is one of `NUMPYRO_FAILS` (stabledist's improvement: ``True``, its value checked
-    by the caller) or numpyro's run leaked a tracer (``False``). A leak of stabledist's
-    always fails."""
+    the class's catalog record says numpyro's own pytree breaks such programs (``numpyro_fails``,
+    stabledist's improvement: ``True``, its value checked by the caller) or numpyro's run
+    leaked a tracer (``False``). A leak of stabledist's always fails."""
     if ours.error is not None and _is_leak(ours.error):  # never excused by numpyro's leaking
         raise _fail(what, d, f"{label}: {_leak_text(ours.error)}") from ours.error
     if theirs.error is not None and _is_leak(theirs.error) and ours.ok:
@@ -151,7 +136,7 @@ def same_outcome(what: str, d: Any, label: str, ours: Outcome, theirs: Outcome) 
             raise _fail(what, d, f"{label}: stabledist raises {_error_text(ours.error)} where "
                                  "numpyro returns") from ours.error
         return True
-    if upstream_class(type(d)).__name__ in NUMPYRO_FAILS:
+    if entry_of(upstream_class(type(d)).__name__).numpyro_fails is not None:
         return ours.ok  # numpyro's failure is its broken pytree: stabledist does its best
     if ours.ok:
         raise _fail(what, d, f"{label}: stabledist returns where numpyro raises "

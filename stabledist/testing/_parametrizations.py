@@ -18,6 +18,7 @@ from typing import Any
 import jax
 
 from stabledist._src.construction import upstream_class
+from stabledist.testing._catalog_entries import entry_of
 from stabledist.testing._closed_over import _eager_lazies
 from stabledist.testing._compare import (
     COMPILER_OPTIONS,
@@ -37,20 +38,6 @@ from stabledist.testing._twin import twin_or_reason
 
 __all__ = ["check_parametrizations", "parametrizations"]
 
-NOT_PARAMETRIZATIONS: dict[str, dict[str, str]] = {
-    "GaussianStateSpace": {
-        "initial_value": "optional data (the state at time 0), not an alternative to the "
-                         "covariance parametrizations",
-    },
-}
-"""Optional (``None``-default) constrained constructor keywords that are NOT alternative
-parametrizations. Every other such keyword is one (MultivariateNormal covariance_matrix /
-precision_matrix / scale_tril, the Wisharts' scale_matrix / rate_matrix / scale_tril,
-CirculantNormal covariance_row / covariance_rfft, GaussianCopula correlation_matrix /
-correlation_cholesky). The factories (Categorical(probs= | logits=), ...) build different
-classes per keyword, so they have no common tree structure to check."""
-
-
 # ---------------------------------------------------------------------------------------------
 # Alternative parametrizations.
 # ---------------------------------------------------------------------------------------------
@@ -60,8 +47,10 @@ def parametrizations(cls: type) -> tuple[str, ...]:
     """Return the constructor keywords of ``cls`` that are alternative parametrizations.
 
     Optional (``None`` default) parameters with an ``arg_constraints`` entry, less the ones
-    `NOT_PARAMETRIZATIONS` lists (optional, but not an alternative).
-    Empty when there are fewer than two."""
+    the catalog record of its numpyro class lists as ``not_parametrizations`` (optional, but
+    not an alternative: `GaussianStateSpace`'s ``initial_value``). Empty when there are fewer
+    than two. The factories (``Categorical(probs= | logits=)``, ...) build different classes
+    per keyword, so they have no common tree structure to check."""
     # the class's own constructor and constraints (a user's subclass may add or change
     # them); the exceptions are numpyro's, looked up by the numpyro class it derives from
     constraints = getattr(cls, "arg_constraints", {})
@@ -69,7 +58,7 @@ def parametrizations(cls: type) -> tuple[str, ...]:
         params = inspect.signature(cls.__init__).parameters.values()
     except (TypeError, ValueError):  # pragma: no cover - a C-implemented __init__
         return ()
-    skip = NOT_PARAMETRIZATIONS.get(upstream_class(cls).__name__, {})
+    skip = entry_of(upstream_class(cls).__name__).not_parametrizations
     names = tuple(p.name for p in params
                   if p.default is None and p.name in constraints and p.name not in skip)
     return names if len(names) > 1 else ()

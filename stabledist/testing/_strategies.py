@@ -8,11 +8,11 @@ How a class's arguments are drawn (`draw_mode`):
   entry gets a value from `constraint_values` (`biject_to` of a moderate unconstrained draw);
   several optional (`None`-default) constrained parameters are alternative parametrizations,
   of which exactly one is drawn. Works for users' classes too.
-- `hinted`: `stabledist.testing._hints.HINTS` says how parameters depend on each other or on
-  arguments that have no constraint.
-- `catalog`: a fixed-structure example from `stabledist.testing.catalog`, for the classes in
-  `stabledist.testing._hints.CATALOG_ONLY` (arguments that are functions, transforms or lists
-  of distributions).
+- `hinted`: the class's catalog record has a ``hint`` (`stabledist.testing._hints`): how
+  parameters depend on each other or on arguments that have no constraint.
+- `catalog`: a fixed-structure example from `stabledist.testing.catalog`, for the classes whose
+  record says ``catalog_only`` (arguments that are functions, transforms or lists of
+  distributions).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from numpyro.distributions import constraints as C  # noqa: N812 - constraint na
 import stabledist
 from stabledist._src.lazy import lazy_names
 from stabledist.testing import catalog
+from stabledist.testing._catalog_entries import entry_of
 from stabledist.testing._constraints import constrained_value
-from stabledist.testing._hints import CATALOG_ONLY, HINTS
 from stabledist.testing._plans import AccessPlan, Step
 from stabledist.testing._spec import ARG_KINDS, ArgStyle, DistSpec, Raw
 
@@ -186,9 +186,10 @@ def draw_mode(cls_or_name: type | str) -> str:
     name = cls_or_name if isinstance(cls_or_name, str) else cls_or_name.__name__
     if isinstance(cls_or_name, type) and not _is_public(cls_or_name):
         return "generic"
-    if name in CATALOG_ONLY:
+    entry = entry_of(name)
+    if entry.catalog_only:
         return "catalog"
-    if name in HINTS:
+    if entry.hint is not None:
         return "hinted"
     return "generic"
 
@@ -284,8 +285,9 @@ def _draw_spec(draw: Any, cls: type | str, options: SpecOptions, tape: Tape) -> 
     x64 = dtype is np.float64
     target = user_cls if user_cls is not None else getattr(stabledist, name)
     style = _style(tape.pick(draw, options.styles), options.validate_args)
+    entry = entry_of(name)
     if user_cls is None and not params and (
-        name in CATALOG_ONLY or (name not in HINTS and not _derivable(target))
+        entry.catalog_only or (entry.hint is None and not _derivable(target))
     ):
         if not options.allow_catalog:
             raise ValueError(f"{name} can only be drawn from the catalog")
@@ -294,10 +296,10 @@ def _draw_spec(draw: Any, cls: type | str, options: SpecOptions, tape: Tape) -> 
                         mode="catalog", style=style)
     batch = tuple(tape.pick(draw, options.batch_shapes))
     ctx = DrawContext(draw, batch, tape.pick(draw, options.event_sizes), dtype, x64, tape)
-    hinted = user_cls is None and name in HINTS and not params
-    kwargs = HINTS[name](ctx) if hinted else _generic_kwargs(ctx, target, params or {})
+    hint = entry.hint if user_cls is None and not params else None
+    kwargs = hint(ctx) if hint is not None else _generic_kwargs(ctx, target, params or {})
     return DistSpec(name, tuple(kwargs.items()), cls=user_cls, x64=x64,
-                    mode="hinted" if hinted else "generic", style=style)
+                    mode="generic" if hint is None else "hinted", style=style)
 
 
 def _style(drawn: ArgStyle | None, validate_args: bool | None) -> ArgStyle | None:

@@ -12,9 +12,10 @@ Examples use fixed float32 parameters (no randomness), small event sizes (2-4) a
 batch shapes ``()``, ``(2,)`` and ``(3,)``.  Every class that accepts ``validate_args`` is
 built with ``validate_args=True`` so the parameters are checked against ``arg_constraints``.
 
-The examples themselves are data in `stabledist.testing._examples`; this module serves
-them. ``tests/test_testing_api.py`` checks the
-catalog against the installed numpyro.
+The examples are fields of the catalog's records (`stabledist.testing._catalog_entries.CATALOG`,
+one per name, beside everything else the tests know about the class); this module serves them
+as the tables below, views of those records. ``tests/test_testing_api.py`` checks the catalog
+against the installed numpyro.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ import numpyro.distributions
 from numpyro.distributions import Distribution
 
 from stabledist._src.lazy import public_names as _public_names
-from stabledist.testing._examples import EXAMPLES, LOG_PROB_VALUES, NOTES, VARIANTS, Builder
-from stabledist.testing._examples import NO_EXAMPLE as EXCLUDED
+from stabledist.testing._catalog_entries import CATALOG
+from stabledist.testing._class_entry import Builder
 
 __all__ = [
     "EXAMPLES",
@@ -45,6 +46,23 @@ __all__ = [
     "public_names",
     "supported_methods",
 ]
+
+EXAMPLES: dict[str, Builder] = {n: e.example for n, e in CATALOG.items() if e.example is not None}
+"""name -> builder.  Covers every public class and factory except those in ``EXCLUDED``."""
+
+VARIANTS: dict[str, list[Builder]] = {n: list(e.variants) for n, e in CATALOG.items() if e.variants}
+"""name -> extra builders for classes/factories with several construction branches."""
+
+EXCLUDED: dict[str, str] = {n: e.no_example for n, e in CATALOG.items() if e.no_example}
+"""Public names without a catalog example, and why: abstract, nothing to draw or compare (the
+property suite leaves them out, and a test checks each is abstract)."""
+
+LOG_PROB_VALUES: dict[str, Callable[[], jax.Array]] = {
+    n: e.log_prob_value for n, e in CATALOG.items() if e.log_prob_value is not None}
+"""name -> a valid value for ``log_prob`` where the example's own sample cannot be used."""
+
+NOTES: dict[str, str] = {n: e.note for n, e in CATALOG.items() if e.note}
+"""name -> known numpyro behaviour a test should be aware of."""
 
 # ---------------------------------------------------------------------------------------------
 # Public functions.
