@@ -129,7 +129,8 @@ test-simplified-constants: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/pyright --pythonpath $(PY) stabledist
 
-# Regenerate the type stubs after changing numpyro or stabledist's public names.
+# Regenerate the type stubs and the class table of docs/api/distributions.md after changing
+# numpyro or stabledist's public names (tests/test_types.py checks both are current).
 stubs: $(STAMP)
 	$(PY) tools/generate_stubs.py
 

@@ -5,7 +5,9 @@ blocks of one page run in order in one namespace, as a reader would run them, in
 Python process with none of the test suite's settings (no forced host devices, no
 compilation cache): a reader's copy of an example must work on its own. A block is skipped
 only when the line before its opening fence is ``<!-- no-test -->`` (meant for snippets that
-need hardware or services a test machine lacks). Tracebacks point at the Markdown file and line.
+need hardware or services a test machine lacks). A block after ``<!-- file: NAME -->`` is a
+file the reader saves (a model file the page then runs a tool on): it is written as ``NAME``
+in the page's working folder, not executed. Tracebacks point at the Markdown file and line.
 
 The API pages are checked against the modules: each shows exactly the module's ``__all__``.
 
@@ -30,13 +32,12 @@ import numpyro
 import numpyro.distributions as nd
 import pytest
 
-import stabledist as sd
 from stabledist import handlers
-from stabledist.testing import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 SKIP_MARK = "<!-- no-test -->"
+FILE_MARK = re.compile(r"^<!-- file: (?P<name>[\w.-]+) -->$")
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
 
 
@@ -46,6 +47,7 @@ class Block:
     line: int  # 1-based line of the first code line
     source: str
     skip: bool
+    file: str | None = None  # a file the reader saves, written rather than run
 
 
 def code_blocks(path: Path) -> list[Block]:
@@ -69,7 +71,9 @@ def code_blocks(path: Path) -> list[Block]:
             body = [line[len(indent):] if line.startswith(indent) else line
                     for line in lines[i + 1 : end]]
             before = next((lines[k].strip() for k in range(i - 1, -1, -1) if lines[k].strip()), "")
-            blocks.append(Block(path, i + 2, "\n".join(body) + "\n", before == SKIP_MARK))
+            saved = FILE_MARK.match(before)
+            blocks.append(Block(path, i + 2, "\n".join(body) + "\n", before == SKIP_MARK,
+                                saved["name"] if saved else None))
         i = end + 1
     return blocks
 
@@ -86,7 +90,10 @@ PAGES = sorted(p for p in [*DOCS.rglob("*.md"), ROOT / "README.md"]
 RUNNER = """
 import json
 namespace = {{"__name__": "__main__"}}
-for line, source, path in json.load(open({blocks!r})):
+for line, source, path, file in json.load(open({blocks!r})):
+    if file:
+        open(file, "w").write(source)
+        continue
     exec(compile("\\n" * (line - 1) + source, path, "exec"), namespace)
 from numpyro.primitives import _PYRO_STACK
 assert not _PYRO_STACK, "the page left numpyro handlers on the stack"
@@ -102,8 +109,8 @@ def test_page_examples_run(page: Path, tmp_path: Path) -> None:
            and not k.startswith(("PYTEST_", "HYPOTHESIS"))}
     env["PYTHONPATH"] = str(ROOT)  # this checkout's stabledist, as an installed one would be
     blocks = tmp_path / "blocks.json"
-    blocks.write_text(json.dumps([(b.line, b.source, str(page)) for b in code_blocks(page)
-                                  if not b.skip]))
+    blocks.write_text(json.dumps([(b.line, b.source, str(page), b.file)
+                                  for b in code_blocks(page) if not b.skip]))
     script = RUNNER.format(blocks=str(blocks))
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, cwd=tmp_path, timeout=600)
@@ -118,35 +125,9 @@ def test_skipped_blocks_are_rare() -> None:
 
 # --- the static table of distribution classes ----------------------------------------------
 
-NUMPYRO_DOCS = "https://num.pyro.ai/en/stable/distributions.html"
-TABLE_START = "<!-- distribution-table: start -->"
-TABLE_END = "<!-- distribution-table: end -->"
-
-
-def distribution_table() -> str:
-    """The Markdown table of every public numpyro.distributions class and factory."""
-    classes, factories = catalog.public_names(nd)
-    rows = [
-        "| Name | Kind | numpyro module | Lazy values (cached externally) |",
-        "| --- | --- | --- | --- |",
-    ]
-    for name in sorted(set(classes) | set(factories), key=str.lower):
-        upstream = getattr(nd, name)
-        module = upstream.__module__.rpartition(".")[2]
-        if name in factories:
-            kind, lazy = "factory", []
-        else:
-            stable = getattr(sd, name)
-            kind = "class"
-            lazy = sorted(
-                attr
-                for attr in dir(stable)
-                if isinstance(inspect.getattr_static(stable, attr), sd.cached_lazy_property)
-            )
-        cached = ", ".join(f"`{attr}`" for attr in lazy) or "-"
-        link = f"[`{name}`]({NUMPYRO_DOCS}#{name.lower()})"
-        rows.append(f"| {link} | {kind} | `{module}` | {cached} |")
-    return "\n".join(rows)
+# generated with the stubs (`make stubs`, tools/generate_stubs.py)
+sys.path.insert(0, str(ROOT / "tools"))
+from generate_stubs import TABLE_END, TABLE_START, distribution_table  # noqa: E402
 
 
 def test_distribution_table_is_current() -> None:
@@ -159,8 +140,7 @@ def test_distribution_table_is_current() -> None:
     start, end = page.index(TABLE_START) + len(TABLE_START), page.index(TABLE_END)
     expected = distribution_table()
     assert page[start:end].strip() == expected, (
-        "docs/api/distributions.md is out of date with the installed numpyro; replace the "
-        f"table between the markers with:\n\n{expected}\n"
+        "docs/api/distributions.md is out of date with the installed numpyro: run `make stubs`"
     )
 
 
