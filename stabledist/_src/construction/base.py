@@ -29,7 +29,6 @@ from typing import Any, cast
 from numpyro.distributions.distribution import COERCIONS, DistributionMeta, MaskedDistribution
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
-from stabledist._src import jax_private
 from stabledist._src.construction.describe import FORK_BASE, register
 from stabledist._src.construction.mirrors import (
     finish_construction,
@@ -37,6 +36,7 @@ from stabledist._src.construction.mirrors import (
     stabilize_children,
     stable_class,
 )
+from stabledist._src.jax_private import exports as jax_exports
 from stabledist._src.lazy import CACHE, is_lazy
 from stabledist._src.pytrees import (
     getitem,
@@ -226,4 +226,4 @@ def reduce(d: Any, protocol: Any) -> Any:
 
 register_numpyro_nodes()  # numpyro's constraints and transforms, nodes inside distributions
 # bytes naming a mirror not made yet in this process: made then (mirrors are made on first use)
-jax_private.on_missing_export_name(functools.partial(missing_name, stable_class=stable_class))
+jax_exports.on_missing_export_name(functools.partial(missing_name, stable_class=stable_class))

@@ -23,6 +23,10 @@ It is memoized per class, property and leaf shapes/dtypes - and, when it cannot 
 sizes (a linear-algebra primitive; or no intermediate larger than the leaves or results
 together), per leaf *ranks*: a new batch size decides nothing again. Where a first read is
 computed, and whether this module is asked at all, is `stabledist._src.lazy.reads`' decision.
+What the decision reads of an equation (its primitive, parameters and their sub-jaxprs, input
+types, output shapes and effects) comes from `jax_private.equation_view`, and of an abstract
+trace from `jax_private.program_view`: equations are JAX's private objects, probed there; a JAX
+on which they read otherwise hoists nothing (`jax_private.hoisting_available`).
 
 A hoisted value (`compute_hoisted`) is computed by one compiled program per class and property
 (mode ``"program"``; JAX keeps one executable per tree structure and leaf shapes), shared by
@@ -51,7 +55,7 @@ import numpy as np
 from jax.core import Tracer
 
 from stabledist._src import jax_private
-from stabledist._src.jax_private import Recording, constants_used
+from stabledist._src.jax_private import Recording, constants_used, equation_view
 from stabledist._src.lazy.cache import CACHE
 from stabledist._src.records import is_stable_class
 
@@ -157,9 +161,14 @@ def decide(instance: Any, name: str, compute: Callable[[Any], Any], leaves: list
     """The one decision of where ``compute(instance)`` (the lazy value ``name`` of an
     instance with concrete leaves) is computed, in this order: the memoized mode; else, in a
     trace that records (``trace``: the reads' path), the value computed there and the mode
-    decided from what it added (`mode_from_recording`; equations of a value to hoist are
-    taken back out); else an abstract trace from the leaves (`decide_abstractly`). The test
-    oracle asks with no trace: memo, then the abstract trace."""
+    decided from what it added (`mode_from_recording`; the equations of a value to hoist are
+    taken back out unless one has an effect, which must stay in the program); else an
+    abstract trace from the leaves (`decide_abstractly`). The test oracle asks with no
+    trace: memo, then the abstract trace. On a JAX without what hoisting needs (its equation
+    fields included: they are what is decided from) every value is computed in the trace,
+    whatever was memoized."""
+    if not jax_private.hoisting_available():
+        return Decision("trace", NOT_COMPUTED)
     cls = type(instance)
     mode = known_mode(cls, name, leaves)
     if mode is not None:
@@ -175,7 +184,7 @@ def decide(instance: Any, name: str, compute: Callable[[Any], Any], leaves: list
             mode = mode_from_recording(cls, name, leaves, recording, eqns, value)
             if mode == "trace":
                 return Decision(mode, value)
-            if not any(e.effects for e in eqns):
+            if not any(equation_view(e).effectful for e in eqns):
                 # hoisted, or decided again: what the computation added is dead code, and
                 # jit keeps even dead equations in its program
                 jax_private.drop_recorded(recording)
@@ -200,13 +209,11 @@ def _abstract_mode(compute: Callable[[Any], Any], leaves: list[Any],
         return compute(jax.tree_util.tree_unflatten(treedef, xs))
 
     try:
-        closed = jax.make_jaxpr(value)(*leaves)
+        program = jax_private.program_view(jax.make_jaxpr(value)(*leaves))
     except Exception:  # not traceable abstractly
         return "op_by_op", False
-    jaxpr = closed.jaxpr
-    io = max(sum(_size(v.aval) for v in jaxpr.invars),
-             sum(_size(v.aval) for v in jaxpr.outvars if hasattr(v, "aval")), 1)
-    return _classify(jaxpr.eqns, io)
+    io = max(sum(map(_size, program.in_shapes)), sum(map(_size, program.out_shapes)), 1)
+    return _classify(program.equations, io)
 
 
 def mode_from_recording(cls: type, name: str, leaves: list[Any], recording: Recording,
@@ -260,37 +267,35 @@ def _classify(eqns: list[Any], io: int) -> tuple[Mode, bool]:
     multiplies sizes only in its intermediates and was first decided with sizes of 2 would
     keep being computed in the trace at larger sizes: numpyro's own behaviour, never a
     different number.)"""
-    heavy_primitive, peak = _scan(eqns)
+    views = [equation_view(e) for e in eqns]
+    heavy_primitive, peak = _scan(views)
     if not heavy_primitive and peak <= EXPANSION * io:
         if not simplified_constants():
             return "trace", peak <= io
         if io < LARGE_CONSTANTS:  # (decided per size: a larger one may be hoisted)
             return "trace", False
     # op by op, an evaluation compiles one kernel per distinct top-level operation
-    ops = {(e.primitive.name, tuple(str(v.aval) for v in e.invars), str(e.params))
-           for e in eqns}
+    ops = {(v.name, tuple(map(str, v.in_avals)), str(v.parameters)) for v in views}
     short = len(ops) <= OP_BY_OP_MAX
     return ("op_by_op" if short and not one_shot_programs() else "program"), heavy_primitive
 
 
-def _scan(eqns: Any) -> tuple[bool, int]:
-    """Whether ``eqns`` (with their sub-jaxprs) use a primitive in `HEAVY_PRIMITIVES`, and
-    the size of their largest intermediate."""
+def _scan(views: list[jax_private.EquationView]) -> tuple[bool, int]:
+    """Whether the equations of ``views`` (with their sub-jaxprs) use a primitive in
+    `HEAVY_PRIMITIVES`, and the size of their largest intermediate."""
     heavy, peak = False, 0
-    for eqn in eqns:
-        heavy = heavy or eqn.primitive.name in HEAVY_PRIMITIVES
-        peak = max([peak] + [_size(v.aval) for v in eqn.outvars])
-        for param in eqn.params.values():
-            for sub in param if isinstance(param, list | tuple) else (param,):
-                inner = getattr(sub, "jaxpr", sub)  # ClosedJaxpr -> Jaxpr
-                if hasattr(inner, "eqns"):
-                    sub_heavy, sub_peak = _scan(inner.eqns)
-                    heavy, peak = heavy or sub_heavy, max(peak, sub_peak)
+    for view in views:
+        heavy = heavy or view.name in HEAVY_PRIMITIVES
+        peak = max([peak] + [_size(s) for s in view.out_shapes])
+        for inner in view.inner:
+            sub_heavy, sub_peak = _scan([equation_view(e) for e in inner])
+            heavy, peak = heavy or sub_heavy, max(peak, sub_peak)
     return heavy, peak
 
 
-def _size(aval: Any) -> int:
-    shape = np.shape(aval) if not hasattr(aval, "shape") else aval.shape
+def _size(x: Any) -> int:
+    """The number of elements of a shape (a tuple) or of an array or number."""
+    shape = x if type(x) is tuple else x.shape if hasattr(x, "shape") else np.shape(x)
     return math.prod(shape) if shape else 1
 
 

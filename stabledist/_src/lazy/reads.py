@@ -24,7 +24,11 @@ or a first read, computed here:
     the trace, entering it as a constant - as `stabledist._src.lazy.hoisting` decides. The
     first read at new leaf shapes is computed in the trace while the trace records what it
     adds (`stabledist._src.lazy.hoisting.decide`, the one decision, which the test oracle also
-    asks); a value to hoist takes those equations back out, so the program has no dead code.
+    asks); a value to hoist (or one decided again from its leaves: it used a value cached
+    before) takes those equations back out, so the program has no dead code - unless one of
+    them has an effect, and then they all stay. What the decision reads of the
+    equations comes from `jax_private.equation_view`; a JAX whose equations read otherwise
+    has no hoisting (`jax_private.hoisting_available`).
   A value that holds a tracer is returned without being stored, so no tracer outlives its
   trace; any other value is stored, and the first one stored is every reader's.
 """
@@ -70,6 +74,7 @@ def getter(name: str, prop: Any) -> Callable[[Any], Any]:
     store, concrete_types = CACHE.store, CONCRETE_TYPES
 
     def first_read(instance: Any) -> Any:
+        # jax_private's one inline read (see `top_level_state`): a call would cost every read
         if strong.value is not eval_trace or axis.value is not top_axis_env:
             return first_read_in_trace(instance, name, prop.wrapped, values)
         value = prop.wrapped(instance)  # no lock held: it may read other values

@@ -51,7 +51,7 @@ from numpyro.distributions import constraints as _constraints
 from numpyro.distributions import transforms as _transforms
 from numpyro.distributions.distribution import Distribution as _NumpyroDistribution
 
-from stabledist._src import jax_private
+from stabledist._src.jax_private import exports as jax_exports
 from stabledist._src.lazy import is_numpyro_class
 from stabledist._src.pytrees.pytree import StaticValue, pytree_of
 from stabledist._src.records import ClassRecord, is_stable_class, record_of
@@ -119,13 +119,13 @@ def _register(nodetype: type, name: str, serialize: Callable[[Any], bytes],
     definition takes the name, and the old one keeps serializing while it lives."""
     assert _register_node is not None
     try:
-        with jax_private.registering_export_names():
+        with jax_exports.registering_export_names():
             _register_node(nodetype, serialized_name=name, serialize_auxdata=serialize,
                            deserialize_auxdata=deserialize)
     except ValueError:
-        holder = jax_private.export_name_holder(name)
+        holder = jax_exports.export_name_holder(name)
         if holder is not None and holder is not nodetype and _redefines(nodetype, holder):
-            jax_private.take_export_name(nodetype, name, serialize, deserialize,
+            jax_exports.take_export_name(nodetype, name, serialize, deserialize,
                                          _from_children(nodetype))
 
 

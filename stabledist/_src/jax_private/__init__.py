@@ -1,12 +1,18 @@
-"""JAX's private internals: every one stabledist reads or changes, in this module alone.
+"""JAX's private internals: every one stabledist reads or changes, in this group alone.
 
 stabledist must know things JAX has no public API for: whether code runs eagerly or under a
 trace, which traces stage operations into a program, what a trace just recorded, how to run a
 compiled program from inside a trace. Each such internal is an `Internal` record below: what
 it is for, the JAX releases it was checked on, and what stabledist does without it. No other
-module of stabledist imports ``jax._src``.
+module of stabledist imports ``jax._src``, and no other reads a field of JAX's private objects
+(the equations a trace records, its frame, a program's variables: `equation_view`,
+`program_view`, `start_recording`), except the getter of a lazy value, which compares the
+``.value`` of the two state objects `top_level_state` hands out inline (a call there would
+cost every eager first read; the probe ``fast_top_level`` checks that very comparison).
 
-Each internal is probed once, at import. One that is missing or changed never breaks
+Each internal is probed once: at import, or at its first use where the probe traces a tiny
+function (nothing may be traced at import: it would start JAX's backend before the user has
+configured it). One that is missing or changed never breaks
 ``import stabledist``: it is switched off, the feature that needs it falls back to numpyro's
 behaviour (a lazy value computed where it is read and cached only when concrete, nothing
 hoisted), and one `JaxInternalsWarning` names what is missing. ``tests/test_jax_private.py``
@@ -19,91 +25,22 @@ import contextlib
 import functools
 import os
 import warnings
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.extend.core as _jex_core
 import numpy as np
 
+from stabledist._src.jax_private.internals import CHECKED, INTERNALS, Internal  # noqa: F401
+
 __all__ = [
-    "INTERNALS", "JaxInternalsWarning", "Recording", "available", "concrete_array_types",
-    "constants_used", "current_trace", "drop_recorded", "eval_context",
-    "export_name_holder", "hoisting_available", "in_trace", "is_top_level", "missing",
-    "no_ambient_mesh", "on_missing_export_name", "registering_export_names", "take_export_name",
-    "probe_all", "recorded_equations", "stages", "start_recording", "top_level_state",
-    "trace_of", "TURNED_OFF",
+    "INTERNALS", "EquationView", "JaxInternalsWarning", "ProgramView", "Recording", "available",
+    "concrete_array_types", "constants_used", "current_trace", "drop_recorded",
+    "equation_view", "eval_context", "hoisting_available", "in_trace", "is_top_level", "missing",
+    "no_ambient_mesh", "probe_all", "program_view", "recorded_equations", "stages",
+    "start_recording", "top_level_state", "trace_of", "TURNED_OFF", "warn_unexpected",
 ]
-
-CHECKED = "jax 0.7.0, 0.10.2, 0.11.2 and 0.12.0.1"
-
-
-@dataclass(frozen=True)
-class Internal:
-    """One private JAX name (or group of names used together) that stabledist relies on."""
-
-    name: str
-    uses: str  # the private names
-    purpose: str
-    fallback: str  # what stabledist does when the probe fails
-    checked: str = CHECKED
-    since: tuple[int, ...] = ()  # older supported releases lack it: no warning there
-
-
-INTERNALS: dict[str, Internal] = {i.name: i for i in (
-    Internal(
-        "trace_state", "jax._src.core.trace_ctx (.trace, .is_top_level()), .eval_trace",
-        "tell eager code from traced code, and find the current trace",
-        "every lazy value is computed where it is read and cached when concrete, as numpyro "
-        "does; nothing is hoisted"),
-    Internal(
-        "fast_top_level", "jax._src.core.trace_state_strong_ref, .axis_env_state, "
-        ".top_axis_env (jax >= 0.8)",
-        "the eager test of every first read, by identity, without jax's two property calls",
-        "the first read asks trace_ctx.is_top_level() (slower, same answer)", since=(0, 8)),
-    Internal(
-        "eval_context", "jax._src.core.eval_context",
-        "run a hoisting program eagerly from inside the caller's trace",
-        "nothing is hoisted: values are computed in the trace, as numpyro does"),
-    Internal(
-        "ambient_mesh", "jax._src.mesh.use_abstract_mesh, .empty_abstract_mesh",
-        "compute a hoisted value outside an ambient pmap/shard_map mesh (a cached value must "
-        "not carry that mesh in its type)",
-        "nothing is hoisted: values are computed in the trace, as numpyro does"),
-    Internal(
-        "pass_through_traces", "jax._src.interpreters.ad.JVPTrace, .LinearizeTrace, "
-        "jax._src.interpreters.batching.BatchTrace, Trace.parent_trace",
-        "under grad, jvp or vmap alone operations on concrete values run eagerly: a value read "
-        "there is computed and cached as numpyro does",
-        "every trace counts as staging: such values are hoisted or computed in the trace"),
-    Internal(
-        "equation_recording", "DynamicJaxprTrace.frame (.tracing_eqns, .constvar_to_val), "
-        "the recorded equations' .in_tracers and their tracers' .val",
-        "decide whether to hoist from what a value's first computation added to the trace, and "
-        "take those equations back out when it is hoisted",
-        "the decision comes from an abstract trace of the value (jax.make_jaxpr: a slower first "
-        "read, the same decision)"),
-    Internal(
-        "export_registries", "jax._src.export._export.serialization_registry, "
-        ".deserialization_registry",
-        "jax.export: a class defined again (a notebook cell run again, a reloaded module) takes "
-        "over its name, and bytes naming a class no module has defined yet say which module to "
-        "import",
-        "the first definition keeps its name (a redefined class cannot be serialized), and "
-        "JAX's own error names only the serialized name"),
-    Internal(
-        "array_type", "jax._src.array.ArrayImpl",
-        "recognise a concrete jax array by its exact type on the first-read path, without "
-        "creating an array at import (which would start JAX's backend before the user has "
-        "configured it)",
-        "a value is checked for tracers leaf by leaf (slower, same answer)"),
-    Internal(
-        "tracer_traces", "Tracer._trace, jax._src.core.set_current_trace",
-        "stabledist.handlers.seed: a key traced by an inner block's trace never outlives it; "
-        "the enclosing block continues from a key computed in its own trace",
-        "a block whose key cannot outlive it hands back the key it started from"),
-)}
 
 
 class JaxInternalsWarning(UserWarning):
@@ -112,7 +49,7 @@ class JaxInternalsWarning(UserWarning):
 
 _missing: dict[str, str] = {}
 # probed at first use (they trace a small function: nothing may be traced at import), warned then
-_LAZY = frozenset({"equation_recording", "tracer_traces"})
+_LAZY = frozenset({"equation_recording", "equation_fields", "tracer_traces"})
 
 
 TURNED_OFF = frozenset(filter(None, os.environ.get("STABLEDIST_JAX_INTERNALS_OFF", "")
@@ -201,76 +138,6 @@ def concrete_array_types() -> frozenset[type]:
     return frozenset({float, int, bool, np.ndarray, *((_array_impl,) if _array_impl else ())})
 
 
-def _export_registries() -> Any:
-    from jax._src.export import _export
-
-    if not (isinstance(_export.serialization_registry, dict)
-            and isinstance(_export.deserialization_registry, dict)):
-        raise AssertionError("jax.export keeps its registries in other types")
-    return _export
-
-
-class _NameRegistry(dict):
-    """jax.export's deserialization registry, which asks ``missing(name)`` (it raises a clear
-    error) about a name it does not hold, except while stabledist registers one."""
-
-    missing: Callable[[str], None] | None = None
-    registering = False
-
-    def __contains__(self, name: object) -> bool:
-        if dict.__contains__(self, name):
-            return True
-        if self.missing is not None and not self.registering and isinstance(name, str):
-            self.missing(name)
-        return dict.__contains__(self, name)
-
-
-def export_name_holder(name: str) -> type | None:
-    """The type ``jax.export`` deserializes ``name`` as (None when unknown or not held)."""
-    if _exports is None:
-        return None
-    entry = dict.get(_exports.deserialization_registry, name)
-    return None if entry is None else entry[0]
-
-
-def take_export_name(nodetype: type, name: str, serialize: Callable[[Any], bytes],
-                     deserialize: Callable[[bytes], Any], unflatten: Callable[..., Any]) -> bool:
-    """Make ``name`` deserialize as ``nodetype`` (a class defined again), keeping the old
-    type's own serialization (its instances still export); False without the internal."""
-    if _exports is None:
-        return False
-    _exports.serialization_registry[nodetype] = (name, serialize)
-    dict.__setitem__(_exports.deserialization_registry, name,
-                     (nodetype, deserialize, unflatten))
-    return True
-
-
-def on_missing_export_name(missing: Callable[[str], None]) -> None:
-    """Have ``missing(name)`` asked when jax.export deserializes a name no type holds (it
-    raises the clear error); set once, at import."""
-    if _exports is None:
-        return
-    registry = _exports.deserialization_registry
-    if type(registry) is not _NameRegistry:
-        registry = _NameRegistry(registry)
-        _exports.deserialization_registry = registry
-    registry.missing = missing
-
-
-@contextlib.contextmanager
-def registering_export_names() -> Iterator[None]:
-    """While stabledist registers names, a name not held yet is no question to ask."""
-    registry = getattr(_exports, "deserialization_registry", None)
-    if type(registry) is not _NameRegistry:
-        yield
-        return
-    registry.registering = True
-    try:
-        yield
-    finally:
-        registry.registering = False
-
-
 def _pass_through_traces() -> tuple[type, ...]:
     from jax._src.interpreters import ad, batching
 
@@ -290,7 +157,9 @@ def top_level_state() -> tuple[Any, Any, Any, Any]:
     """``(strong, eval_trace, axis, top_axis_env)``: no trace is active exactly when
     ``strong.value is eval_trace and axis.value is top_axis_env`` (jax's own
     ``trace_ctx.is_top_level``, where jax >= 0.8 keeps the state in C config objects). Without
-    the internal, pieces that never match: callers then ask `is_top_level`."""
+    the internal, pieces that never match: callers then ask `is_top_level`. The getter of a
+    lazy value makes that comparison inline, the one read of a JAX internal outside this
+    module: a call would cost every eager first read."""
     if _TOP is None:
         return (_NeverTopLevel(), None, _NeverTopLevel(), None)
     return _TOP
@@ -341,8 +210,10 @@ def stages(trace: Any) -> bool:
 
 
 def hoisting_available() -> bool:
-    """Whether this JAX has what hoisting needs (else values are computed in the trace)."""
-    return _core is not None and _eval is not None and _empty_mesh is not None
+    """Whether this JAX has what hoisting needs (else values are computed in the trace): the
+    equation fields are probed at the first call (the probe traces), which is inside a trace."""
+    return (_core is not None and _eval is not None and _empty_mesh is not None
+            and _equations_readable())
 
 
 def eval_context() -> contextlib.AbstractContextManager[Any]:
@@ -406,6 +277,95 @@ def drop_recorded(recording: Recording) -> None:
     del recording.frame.tracing_eqns[recording.eqns:]
 
 
+class EquationView(NamedTuple):
+    """What hoisting reads of one equation (`equation_view`), in plain Python values."""
+
+    name: str  # the primitive's name
+    parameters: dict[str, Any]  # its parameters, as jax holds them (str() of them is a key)
+    in_avals: tuple[Any, ...]  # the abstract values of its inputs (str() of them is a key)
+    out_shapes: tuple[tuple[int, ...], ...]  # the shapes of its outputs (() for a token)
+    effectful: bool  # whether it has an effect (a callback, an ordered effect's token)
+    inner: tuple[list[Any], ...]  # the equation lists of the sub-jaxprs among its parameters
+
+
+def equation_view(eqn: Any) -> EquationView:
+    """The fields of one equation, recorded by a trace (`recorded_equations`) or of a
+    program (`program_view`), that hoisting's decision reads: only when `hoisting_available`
+    (the probe ``equation_fields`` read them all)."""
+    inner = []
+    for param in eqn.params.values():
+        for sub in param if isinstance(param, list | tuple) else (param,):
+            sub = getattr(sub, "jaxpr", sub)  # ClosedJaxpr -> Jaxpr (jax 0.12 holds a Jaxpr)
+            if hasattr(sub, "eqns"):
+                inner.append(sub.eqns)
+    return EquationView(eqn.primitive.name, eqn.params, tuple(v.aval for v in eqn.invars),
+                        tuple(_shape(v) for v in eqn.outvars), bool(eqn.effects), tuple(inner))
+
+
+def _shape(var: Any) -> tuple[int, ...]:
+    """The shape of a variable's abstract value (() for one without a shape: a token)."""
+    return tuple(getattr(getattr(var, "aval", None), "shape", ()))
+
+
+class ProgramView(NamedTuple):
+    """What hoisting reads of a traced program (`program_view`)."""
+
+    equations: list[Any]  # each read with `equation_view`
+    in_shapes: tuple[tuple[int, ...], ...]
+    out_shapes: tuple[tuple[int, ...], ...]
+
+
+def program_view(closed: Any) -> ProgramView:
+    """The equations and the input and output shapes of ``jax.make_jaxpr(f)(...)``'s result,
+    the abstract trace of a value hoisting decides from."""
+    jaxpr = closed.jaxpr
+    return ProgramView(jaxpr.eqns, tuple(_shape(v) for v in jaxpr.invars),
+                       tuple(_shape(v) for v in jaxpr.outvars))
+
+
+@functools.cache
+def _equations_readable() -> bool:
+    """The equation fields, probed at their first use (`hoisting_available`, in a trace: a
+    probe at import would start JAX's backend); without them nothing is hoisted."""
+    return bool(_probe("equation_fields", _equation_fields))
+
+
+_PROBED_NAMES = ["sin", "dot_general", "scan"]
+_PROBED_SHAPES = [((3,),), ((),), ((3,),)]
+
+
+def _equation_fields() -> bool:
+    """Read each equation field hoisting reads, with `equation_view` and `program_view`, on
+    a tiny trace of lax primitives (``dot(sin(x), x)`` and a scan, whose parameters hold a
+    sub-jaxpr): the program ``jax.make_jaxpr`` gives and, where `start_recording` works, what
+    the trace recorded (read while that trace lives: its equations hold its tracers, which
+    must not outlive it). It stages nothing into the trace it runs in."""
+    def f(x: Any) -> Any:
+        recording = start_recording(current_trace())
+        y = jax.lax.dot(jax.lax.sin(x), x)
+        z = jax.lax.scan(lambda c, _: (jax.lax.mul(c, c), None), x, length=2)[0]
+        if recording is not None:
+            _check_views([equation_view(e) for e in recorded_equations(recording)])
+        return y, z
+
+    program = program_view(jax.make_jaxpr(f)(jax.ShapeDtypeStruct((3,), np.float32)))
+    if (program.in_shapes, program.out_shapes) != (((3,),), ((), (3,))):
+        raise AssertionError(f"a program's shapes read as {program[1:]}")
+    _check_views([equation_view(e) for e in program.equations])
+    return True
+
+
+def _check_views(views: list[EquationView]) -> None:
+    """That the views of the probe's equations say what they are (else AssertionError)."""
+    if ([v.name for v in views] != _PROBED_NAMES
+            or [v.out_shapes for v in views] != _PROBED_SHAPES
+            or [str(a) for a in views[1].in_avals] != ["float32[3]"] * 2
+            or any(v.effectful or not isinstance(v.parameters, dict) for v in views)
+            or [len(v.inner) for v in views] != [0, 0, 1]
+            or [equation_view(e).name for e in views[2].inner[0]] != ["mul"]):
+        raise AssertionError(f"equations read as {views}")
+
+
 @functools.cache
 def _set_trace() -> Callable[[Any], Any] | None:
     """``jax._src.core.set_current_trace``, probed at its first use (the probe traces); without
@@ -465,18 +425,19 @@ _JAX_VERSION = tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit
 def probe_all() -> dict[str, str]:
     """Probe the internals that are probed at first use too; `missing` after that."""
     _recording_works()
+    _equations_readable()
     _set_trace()
     return missing()
 
 
-def _warn_missing(names: list[str]) -> None:
+def _warn_missing(names: list[str], stacklevel: int = 3) -> None:
     lines = [f"{INTERNALS[n].uses} ({INTERNALS[n].purpose}): {INTERNALS[n].fallback}"
              for n in names]
     warnings.warn(
         f"stabledist: jax {jax.__version__} lacks or changed JAX internals stabledist uses "
         f"(checked on {CHECKED}), so it falls back to numpyro's behaviour there:\n- "
         + "\n- ".join(lines) + "\nPlease report this with your jax version.",
-        JaxInternalsWarning, stacklevel=3)
+        JaxInternalsWarning, stacklevel=stacklevel)
 
 
 # the probes, in dependence order (each one's functions are defined above)
@@ -486,7 +447,15 @@ _TOP = _probe("fast_top_level", _fast_top_level)
 _eval = _probe("eval_context", _eval_context)
 _empty_mesh = _probe("ambient_mesh", _ambient_mesh)
 _PASS_THROUGH: tuple[type, ...] = _probe("pass_through_traces", _pass_through_traces) or ()
-_exports = _probe("export_registries", _export_registries)
 _array_impl: type | None = _probe("array_type", _array_type)
-if _unexpected():
-    _warn_missing(_unexpected())
+
+
+def warn_unexpected(names: list[str] | None = None) -> None:
+    """One `JaxInternalsWarning` for the internals (``names``, else all probed so far) this
+    release should have and lacks."""
+    unexpected = [n for n in _unexpected() if names is None or n in names]
+    if unexpected:
+        _warn_missing(unexpected, stacklevel=4)
+
+
+warn_unexpected()
