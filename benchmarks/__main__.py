@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from benchmarks.config import DEADLINE_MIN, PROFILES, Profile
-from benchmarks.environment import configure
 from benchmarks.registry import BENCHMARKS
+from stabledist.benchmark._environment import configure
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -134,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                                     *(sys.argv[1:] if argv is None else argv)]),
                           strict=ns.strict, deadline_s=ns.deadline * 60 or None)
     if ns.publish and payload:
-        from benchmarks.environment import git_commit
         from benchmarks.publish import publish
+        from stabledist.benchmark._environment import git_commit
 
         measured, now = payload["environment"].get("git_commit"), git_commit()
         if measured != now:  # a commit during the run: the numbers are of neither

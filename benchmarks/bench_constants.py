@@ -1,41 +1,25 @@
 """Closed-over constants: what a large global distribution costs at a closure's first call,
-and what the two remedies change - the distribution as a ``jit`` argument, and JAX's
-simplified constants (``JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1``).
+and the two remedies - the distribution as a ``jit`` argument, and JAX's simplified
+constants (``JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1``).
 
-Without the flag, JAX embeds a closed-over array in the compiled program as a constant, and
-XLA constant-folds the elementwise work done on it at compile time: a ``TruncatedNormal``'s
-normaliser (``log_ndtr`` of its bounds, then a ``logsumexp``) over a million elements takes
-seconds to fold, in numpyro and stabledist alike (stabledist computes elementwise lazy values
-in the trace, as numpyro does: `stabledist._src.lazy.hoisting`), and the program then runs fast.
-With the flag, closed-over non-scalar arrays become arguments of the executable: nothing is
-folded, the first call is fast, and every call computes the normaliser again - as it does
-when the distribution is a ``jit`` argument. Evaluating the expression once eagerly before
-``jit`` caches the lazy values as concrete arrays, which the program then reads.
-
-The flag is read when jax is imported (the default of its lowering's
-``hoist_constants_as_args``, and its array module's registration of arrays as literals:
-``jax.config.update`` after ``import jax`` reads back True but changes no program) and is part
-of the jit cache key, so it cannot be switched within a process: each mode runs in a fresh process
-(``python -m benchmarks.bench_constants --mode ...``) with the variable set explicitly, and
-the rows of the two modes are separate, each labelled with its mode.
+Without the flag XLA constant-folds the elementwise work on a closed-over array at compile
+time (seconds for a million-element ``TruncatedNormal`` normaliser, in both libraries); with
+it nothing is folded and every call computes it again. JAX reads the flag at import, so each
+mode runs in a fresh process and its rows are labelled with it.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
-import json
 import re
-import subprocess
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks import child
 from benchmarks.config import Profile
-from benchmarks.environment import subprocess_env
-from benchmarks.timing import BenchResult, Case, step
+from stabledist.benchmark._measure import BenchResult, Case, step
 
 FLAG = "JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS"
 OPTION = "jax_use_simplified_jaxpr_constants"
@@ -113,7 +97,7 @@ def _makers(mode: Mode) -> dict[str, Any]:
     return {variant: make[kind](module) for variant, kind, module in mode.variants}
 
 
-def measure_mode(mode_name: str, profile: Profile) -> dict[str, Any]:
+def measure_mode(mode_name: str, fields: dict[str, Any]) -> dict[str, Any]:
     """Runs in the child: every case of ``profile.constants_cases`` in this process's mode
     (`closure_case` of the closure benchmark, every variant repeated), with the compiled
     programs' operation counts. ``supported`` False: this jax has no such option."""
@@ -121,6 +105,7 @@ def measure_mode(mode_name: str, profile: Profile) -> dict[str, Any]:
 
     from benchmarks.bench_compiled import closure_case
 
+    profile = Profile.from_dict(fields)
     flag = getattr(jax.config, "values", {}).get(OPTION)
     mode = MODES[mode_name]
     out: dict[str, Any] = {"mode": mode_name, "flag": flag, "supported": flag is not None,
@@ -131,24 +116,11 @@ def measure_mode(mode_name: str, profile: Profile) -> dict[str, Any]:
     rotation = itertools.count()
     for family, size in profile.constants_cases:
         case, prepared = closure_case(family, size, makers, profile, rotation,
-                                      name=f"{mode.label}: {family} {size}",
-                                      repeated=tuple(makers))
+                                      name=f"{mode.label}: {family} {size}", repeated=tuple(makers))
         case.params.update({"mode": mode_name, "flag": flag})
         case.extra["program_ops"] = {v: program_ops(p.program()) for v, p in prepared.items()}
         out["cases"].append(dataclasses.asdict(case))
     return out
-
-
-def _spawn(mode_name: str, profile: Profile) -> dict[str, Any]:
-    env = subprocess_env()
-    env[FLAG] = MODES[mode_name].flag  # explicitly, whatever this process was given
-    cmd = [sys.executable, "-m", "benchmarks.bench_constants", "--mode", mode_name,
-           "--profile-json", json.dumps(dataclasses.asdict(profile))]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False,
-                          timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(f"constants child ({mode_name}) failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def steps(profile: Profile) -> int:
@@ -161,8 +133,7 @@ def bench_constants(profile: Profile) -> BenchResult:
         name="constants",
         title="A large global distribution closed over by jit: the distribution as a jit "
         f"argument (flag off), and JAX's simplified constants ({FLAG}=1)",
-        unit="ns/call",
-        variants=dict(VARIANT_TEXT),
+        unit="ns/call", variants=dict(VARIANT_TEXT),
         nocache="not measured here (the closure benchmark's no-cache variant passes the "
         "parameters as jit arguments: the 'as jit arguments' rows measure the same program)",
         extra={"modes": {name: {"flag": m.flag, "label": m.label,
@@ -172,7 +143,8 @@ def bench_constants(profile: Profile) -> BenchResult:
     for name, mode in MODES.items():
         step(f"constants: {mode.label} ({FLAG}={mode.flag}) in a fresh process, "
              f"{len(profile.constants_cases)} case(s)")
-        found = _spawn(name, profile)
+        found = child.run("bench_constants", "measure_mode", env={FLAG: mode.flag},
+                          mode_name=name, fields=dataclasses.asdict(profile))
         result.extra["modes"][name].update(flag_read=found["flag"], jax=found["jax"])
         if not found["supported"]:
             result.extra.setdefault("skipped", {})[name] = (
@@ -180,22 +152,3 @@ def bench_constants(profile: Profile) -> BenchResult:
             continue
         result.cases += [Case(**c) for c in found["cases"]]
     return result
-
-
-def _main() -> None:
-    parser = argparse.ArgumentParser(description="one mode of the constants benchmark (the "
-                                     "suite runs it in a fresh process)")
-    parser.add_argument("--mode", choices=tuple(MODES), required=True)
-    parser.add_argument("--profile-json", required=True)
-    ns = parser.parse_args()
-    fields = json.loads(ns.profile_json)
-    profile = Profile(**{k: tuple(tuple(x) if isinstance(x, list) else x for x in v)
-                         if isinstance(v, list) else v for k, v in fields.items()})
-    import warnings
-
-    warnings.simplefilter("ignore")
-    print(json.dumps(measure_mode(ns.mode, profile)))
-
-
-if __name__ == "__main__":
-    _main()

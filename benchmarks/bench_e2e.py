@@ -1,9 +1,7 @@
-"""End-to-end inference on real models, as users pay for it: ``MCMC(NUTS).run`` with several
-chains and ``SVI.run``, compile included, split into trace / lower / compile / run.
-
-Every model builds its global distributions (priors, a fixed-kernel GP) once, with concrete
-parameters, as users write them at module level; the two variants differ only in the module
-(``numpyro.distributions`` or ``stabledist``) those distributions come from.
+"""End-to-end inference on real models, as users pay for it: ``MCMC(NUTS).run`` and
+``SVI.run``, compile included, split into trace / lower / compile / run. Each model builds its
+global distributions once, as users write them at module level; the variants differ only in
+the module they come from.
 """
 
 from __future__ import annotations
@@ -28,7 +26,7 @@ from numpyro.infer.autoguide import AutoNormal
 from benchmarks.common import MODULES, quiet
 from benchmarks.config import Profile
 from benchmarks.phases import PHASES, record_phases
-from benchmarks.timing import BenchResult, Case, step
+from stabledist.benchmark._measure import BenchResult, Case, rounds, step
 
 Model = Callable[..., None]
 
@@ -65,9 +63,6 @@ MODEL_TEXT = {
     "included). numpyro's traced program recomputes K_uu^-1 (two triangular solves in its "
     "jaxpr) in every call; stabledist's reads it as a constant",
 }
-READS_LAZY = {"gp": True, "hierarchical": False, "regression": True, "statespace": True,
-              "angles": True, "tiny": True, "gp_predict": True}
-"""Whether the model reads a lazy value of a global distribution (where stabledist can save)."""
 
 
 def _rbf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -160,8 +155,7 @@ def _gp_predict(m: Any, rng: np.random.Generator) -> tuple[Model, tuple]:
     """Its data is ``(posterior draws, batches of new inputs)``, what ``Predictive`` takes."""
     z = np.linspace(0, 1, PREDICT_INDUCING)
     k_uu = (_rbf(z, z) + 1e-3 * np.eye(PREDICT_INDUCING)).astype(np.float32)
-    u_prior = m.MultivariateNormal(jnp.zeros(PREDICT_INDUCING),
-                                   covariance_matrix=jnp.asarray(k_uu))
+    u_prior = m.MultivariateNormal(jnp.zeros(PREDICT_INDUCING), covariance_matrix=jnp.asarray(k_uu))
     sigma_prior = m.HalfNormal(1.0)
     zz = jnp.asarray(z, jnp.float32)
 
@@ -172,8 +166,7 @@ def _gp_predict(m: Any, rng: np.random.Generator) -> tuple[Model, tuple]:
         f = numpyro.deterministic("f", k_xu @ (u_prior.precision_matrix @ u))
         numpyro.sample("y", m.Normal(f, sigma), obs=y)
 
-    draws = {"u": jnp.asarray(rng.standard_normal((PREDICT_DRAWS, PREDICT_INDUCING)),
-                              jnp.float32),
+    draws = {"u": jnp.asarray(rng.standard_normal((PREDICT_DRAWS, PREDICT_INDUCING)), jnp.float32),
              "sigma": jnp.asarray(0.1 + 0.3 * np.abs(rng.standard_normal(PREDICT_DRAWS)),
                                   jnp.float32)}
     inputs = tuple(jnp.asarray(np.sort(rng.uniform(0, 1, PREDICT_POINTS)), jnp.float32)
@@ -253,14 +246,12 @@ def run_once(variant: str, model: str, method: str, profile: Profile,
     return {"seconds": seconds, "phases": split, "summary": summary}
 
 
-
 @contextmanager
 def dumped_programs() -> Iterator[list[str]]:
     """The StableHLO text (without source locations) of every program compiled in the block,
     in order, through JAX's ``jax_dump_ir_to``."""
     texts: list[str] = []
-    before = (jax.config.read("jax_dump_ir_to"),
-              jax.config.read("jax_include_debug_info_in_dumps"))
+    before = (jax.config.read("jax_dump_ir_to"), jax.config.read("jax_include_debug_info_in_dumps"))
     with tempfile.TemporaryDirectory() as out:
         jax.config.update("jax_dump_ir_to", out)
         jax.config.update("jax_include_debug_info_in_dumps", False)
@@ -287,15 +278,12 @@ def steps(profile: Profile) -> int:
 def bench_e2e(profile: Profile) -> BenchResult:
     chains, chain_method = chains_setup(profile.e2e_chains)
     result = BenchResult(
-        name="e2e",
+        name="e2e", unit="s",
         title=f"End-to-end inference: NUTS ({chains} chains, {chain_method}, "
         f"{profile.e2e_warmup} warmup + {profile.e2e_samples} samples) and SVI "
         f"(AutoNormal, {profile.e2e_svi_steps} steps), compile included",
-        unit="s",
-        variants={
-            "numpyro": "the model's global distributions from numpyro.distributions",
-            "stabledist": "the same distributions from stabledist",
-        },
+        variants={"numpyro": "the model's global distributions from numpyro.distributions",
+                  "stabledist": "the same distributions from stabledist"},
         nocache="not measured separately: under tracing numpyro recomputes lazy values in "
         "the traced model, which is the no-cache behaviour",
         extra={"chains": chains, "chain_method": chain_method,
@@ -310,11 +298,9 @@ def bench_e2e(profile: Profile) -> BenchResult:
         for method in methods(model, profile):
             programs: dict[str, str] = {}
             if profile.e2e_prewarm:
-                # jax keeps every program it compiled (with its code mappings) until
-                # clear_caches: ~140 NUTS runs in one process exhaust Linux's memory maps
-                # (LLVM "Cannot allocate memory", then a crash) with numpyro and stabledist
-                # alike. Each row starts clean; its untimed warm-up compiles again the eager
-                # per-primitive executables, which both variants then share.
+                # jax keeps every compiled program until clear_caches: ~140 NUTS runs in
+                # one process exhaust its memory maps. Each row starts clean; its untimed
+                # warm-up compiles the eager per-primitive programs both variants share.
                 jax.clear_caches()
                 gc.collect()
                 for variant in variants:
@@ -323,18 +309,15 @@ def bench_e2e(profile: Profile) -> BenchResult:
                         run_once(variant, model, method, profile, warmup=5, samples=5)
                     programs[variant] = inference_program(texts)
             records: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
-            for rep in range(profile.e2e_reps):  # interleaved, order rotated per rep
-                k = rep % len(variants)
-                for variant in variants[k:] + variants[:k]:
-                    step(f"e2e {model} {method}: {variant} rep {rep + 1}/{profile.e2e_reps}")
-                    records[variant].append(run_once(variant, model, method, profile))
+            for rep, variant in rounds(variants, profile.e2e_reps):
+                step(f"e2e {model} {method}: {variant} rep {rep + 1}/{profile.e2e_reps}")
+                records[variant].append(run_once(variant, model, method, profile))
             samples = {v: [r["seconds"] for r in recs] for v, recs in records.items()}
             phases = {v: {p: [r["phases"][p] for r in recs] for p in (*PHASES, "xla_compiles")}
                       for v, recs in records.items()}
             result.cases.append(Case(
                 f"{model} {method}",
-                {"model": model, "method": method, "what": MODEL_TEXT[model],
-                 "reads_lazy": READS_LAZY[model], "unit": "s",
+                {"model": model, "method": method, "what": MODEL_TEXT[model], "unit": "s",
                  "same_program": len(set(programs.values())) == 1 if programs else None},
                 samples, dict.fromkeys(variants, 1),
                 extra={"phases": phases, "inference_program": programs,

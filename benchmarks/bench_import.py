@@ -1,24 +1,27 @@
-"""The import: ``import stabledist`` against ``import numpyro.distributions``, each in its own
-fresh process, in pairs (the two of a pair run one after the other, in alternating order, so
-that both see the machine's load of that moment).
-
-Each child times its one import statement (``time.perf_counter``, jax's own import included,
-as a user's first line pays it) and reports its peak RSS after it, and whether the import
-started a JAX backend (it must not: a user configures devices and ``jax.distributed`` after
-the imports). No jax in this module: the children import it.
+"""The import: ``import stabledist`` against ``import numpyro.distributions``, in pairs of
+fresh processes: each times its one import statement (jax's own included, as a user's first
+line pays it), its peak RSS, and whether the import started a JAX backend (it must not: a
+user configures devices after the imports). No jax in this module.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
 import sys
 
-from benchmarks.config import Profile
-from benchmarks.environment import subprocess_env
-from benchmarks.rows import Row, Verdict, make_row, single
-from benchmarks.timing import BenchResult, Case, paired_ratio_interval, progress, step
+from benchmarks.child import result
+from benchmarks.config import ROOT, Profile
+from stabledist.benchmark._environment import subprocess_env
+from stabledist.benchmark._measure import (
+    BenchResult,
+    Case,
+    paired_ratio_interval,
+    progress,
+    rounds,
+    step,
+)
+from stabledist.benchmark._rows import Row, Verdict, make_row, single
 
 MODULES = {"numpyro": "numpyro.distributions", "stabledist": "stabledist"}
 
@@ -40,28 +43,25 @@ print(json.dumps({{"seconds": seconds,
 
 
 def _child(module: str) -> dict[str, float | list[str]]:
-    """One fresh process importing ``module``: its import time, peak RSS, started backends."""
-    out = subprocess.run([sys.executable, "-c", _CHILD.format(module=module)],
-                         capture_output=True, text=True, env=subprocess_env(), timeout=300)
-    if out.returncode != 0:
-        raise RuntimeError(f"importing {module} in a fresh process failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    """One fresh process importing ``module`` (nothing else: not `benchmarks.child`): its
+    import time, peak RSS, started backends."""
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD.format(module=module)], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=subprocess_env(ROOT))
+    return result(proc, f"import {module}", timeout=300)
 
 
 def bench_import(profile: Profile) -> BenchResult:
-    result = BenchResult(
-        name="import",
-        title=f"The import, {profile.import_reps} pairs of fresh processes",
-        unit="ms",
-        variants={"numpyro": "import numpyro.distributions", "stabledist": "import stabledist"},
-        nocache="not applicable (nothing is cached at import)",
-    )
-    step(f"import: {profile.import_reps} pairs of fresh processes")
+    result = BenchResult(name="import",
+                         title=f"The import, {profile.import_reps} pairs of fresh processes",
+                         unit="ms", variants={"numpyro": "import numpyro.distributions",
+                                              "stabledist": "import stabledist"},
+                         nocache="not applicable (nothing is cached at import)")
     runs: dict[str, list[dict[str, float | list[str]]]] = {v: [] for v in MODULES}
-    for rep in range(profile.import_reps):
-        order = list(MODULES) if rep % 2 == 0 else list(reversed(MODULES))
-        for variant in order:
-            runs[variant].append(_child(MODULES[variant]))
+    for rep, variant in rounds(list(MODULES), profile.import_reps):
+        if variant == next(iter(MODULES)):  # a step per pair: the estimate follows the pairs
+            step(f"import: pair {rep + 1} of {profile.import_reps} of fresh processes")
+        runs[variant].append(_child(MODULES[variant]))
     progress(f"import: {profile.import_reps} pairs done")
     result.cases.append(Case("import wall time", {"kind": "time", "unit": "ms"},
                              {v: [1e3 * float(r["seconds"]) for r in rs]

@@ -4,20 +4,16 @@ subprocess, so the RSS is not polluted by the rest of the suite."""
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
-import os
 import resource
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks import child
 from benchmarks.config import Profile
-from benchmarks.environment import subprocess_env
-from benchmarks.timing import BenchResult, Case, progress, step
+from stabledist.benchmark._measure import BenchResult, Case, progress, step
 
 
 def rss_mb() -> float:
@@ -43,21 +39,12 @@ CYCLE = (
 
 def _workload(module: str,
               light: bool) -> tuple[Callable[[int], None], Callable[[], tuple[int, int]]]:
-    """``(cycle(i), cache_info())`` of one module (imported here, so that the child holds
-    only its own); the cycles' inputs are made once, so a cycle allocates only what the
-    distributions do."""
+    """``(cycle(i), cache_info())`` of one module; the cycles' inputs are made once, so a
+    cycle allocates only what the distributions do."""
     import jax.numpy as jnp
     import numpy as np
 
-    if module == "stabledist":
-        import stabledist as m
-        from stabledist import cache_info
-    else:
-        import numpyro.distributions as m
-
-        def cache_info() -> tuple[int, int]:
-            return (0, 0)
-
+    m, cache_info = child.library(module)
     rng = np.random.default_rng(0)
     logits = jnp.asarray(rng.standard_normal(256), jnp.float32)
     a = rng.standard_normal((16, 16)).astype(np.float32)
@@ -116,36 +103,25 @@ def churn(module: str, cycles: int, points: int, light: bool = False) -> dict[st
     gc.collect()
     after_gc = {"rss_mb": rss_mb(), "cache": list(cache_info())}
     return {"module": module, "cycles": cycles, "light": light, "warmup_cycles": warmup,
-            "trace": trace,
-            "after_gc": after_gc, "us_per_cycle": elapsed / cycles * 1e6}
-
-
-def _spawn(module: str, cycles: int, points: int, light: bool) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "benchmarks.bench_memory", "--module", module,
-           "--cycles", str(cycles), "--points", str(points), *(["--light"] if light else [])]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=subprocess_env())
+            "trace": trace, "after_gc": after_gc, "us_per_cycle": elapsed / cycles * 1e6}
 
 
 def bench_memory(profile: Profile) -> BenchResult:
     result = BenchResult(
         name="memory",
         title=f"Create/read/drop churn, {profile.churn_cycles} cycles, fresh subprocess each",
-        unit="MB",
-        variants={"numpyro": "numpyro.distributions", "stabledist": "stabledist"},
+        unit="MB", variants={"numpyro": "numpyro.distributions", "stabledist": "stabledist"},
         nocache="not applicable",
         extra={"cycle": CYCLE if not profile.churn_light else CYCLE.split(";")[0]},
     )
     step(f"memory: {profile.churn_cycles} cycles per implementation, both subprocesses "
          "at once (RSS, not time, is measured)")
-    procs = {m: _spawn(m, profile.churn_cycles, profile.churn_points, profile.churn_light)
+    procs = {m: child.spawn("bench_memory", "churn", module=m, cycles=profile.churn_cycles,
+                            points=profile.churn_points, light=profile.churn_light)
              for m in ("numpyro", "stabledist")}
     runs = {}
     for module, proc in procs.items():
-        out, err = proc.communicate(timeout=3600)
-        if proc.returncode != 0:
-            raise RuntimeError(f"churn subprocess ({module}) failed:\n{err[-3000:]}")
-        runs[module] = json.loads(out.strip().splitlines()[-1])
+        runs[module] = child.result(proc, f"churn ({module})")
         progress(f"memory: {module} done, {runs[module]['us_per_cycle']:.0f} us/cycle")
     growth = {m: [r["trace"][-1]["rss_mb"] - r["trace"][0]["rss_mb"]] for m, r in runs.items()}
     peak = {m: [max(p["rss_mb"] for p in r["trace"]) - r["trace"][0]["rss_mb"]]
@@ -158,21 +134,3 @@ def bench_memory(profile: Profile) -> BenchResult:
     result.extra["max_cache_instances"] = max(p["cache_instances"]
                                               for p in runs["stabledist"]["trace"])
     return result
-
-
-def _main() -> None:
-    parser = argparse.ArgumentParser(description="memory churn child (used by the suite)")
-    parser.add_argument("--module", choices=("numpyro", "stabledist"), required=True)
-    parser.add_argument("--cycles", type=int, required=True)
-    parser.add_argument("--points", type=int, required=True)
-    parser.add_argument("--light", action="store_true")
-    ns = parser.parse_args()
-    os.environ.setdefault("PYTHONWARNINGS", "ignore")
-    import warnings
-
-    warnings.simplefilter("ignore")
-    print(json.dumps(churn(ns.module, ns.cycles, ns.points, ns.light)))
-
-
-if __name__ == "__main__":
-    _main()

@@ -14,17 +14,12 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro.distributions.util import lazy_property
 
-from benchmarks.common import (
-    MODULES,
-    fresh_copy,
-    is_stable_lazy,
-    lazy_names,
-    quiet,
-    recompute_fn,
-    spd,
-)
+from benchmarks.common import MODULES, is_stable_lazy, lazy_names, quiet, recompute_fn, spd
 from benchmarks.config import Profile
-from benchmarks.timing import (
+from stabledist import make_stable
+from stabledist._src.lazy.cache import CACHE
+from stabledist.benchmark._lazy_values import _first_read_timer, _fresh
+from stabledist.benchmark._measure import (
     TRACKER,
     BenchResult,
     Case,
@@ -35,16 +30,9 @@ from benchmarks.timing import (
     step,
     stmt_timer,
 )
-from stabledist import make_stable
-from stabledist._src.lazy.cache import CACHE
 from stabledist.testing import catalog
 
 Builder = Callable[[Any], Any]
-
-
-# --------------------------------------------------------------------------------------------
-# lazy property reads
-# --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -91,8 +79,8 @@ def discover_lazy_pairs(
                 continue
             try:
                 with quiet():
-                    jax.block_until_ready(getattr(fresh_copy(dn), name))
-                    jax.block_until_ready(getattr(fresh_copy(ds), name))
+                    jax.block_until_ready(getattr(_fresh(dn), name))
+                    jax.block_until_ready(getattr(_fresh(ds), name))
             except Exception as err:
                 skipped[label] = f"reading it raises {type(err).__name__}: {err}"[:200]
                 continue
@@ -104,8 +92,7 @@ def discover_lazy_pairs(
 
 def discovery_weight(profile: Profile) -> int:
     """The progress steps finding the pairs counts for: about twice the time of measuring
-    them all (measured: 34 of 49 s with 85 pairs), since each example's first reads compile
-    its eager operations."""
+    them all (each example's first reads compile its eager operations)."""
     return 2 * (profile.lazy_limit or 85)
 
 
@@ -115,18 +102,16 @@ def lazy_steps(profile: Profile) -> int:
     return discovery_weight(profile) + 2 + (profile.lazy_limit or 85)
 
 
-def _miss_timer(template: Any, read: Callable[[Any], Any]) -> Timed:
-    """First read of ``read`` on ``number`` fresh copies (made untimed), values blocked on."""
+def _recompute_timer(template: Any, recompute: Callable[[Any], Any]) -> Timed:
+    """The no-cache first read: ``recompute`` (the lazy property's own function) applied to
+    ``number`` fresh copies, as `_first_read_timer` times the read itself."""
 
     def run(number: int) -> int:
-        copies = [fresh_copy(template) for _ in range(number)]
+        copies = [_fresh(template) for _ in range(number)]
         with no_gc():
             t0 = time.perf_counter_ns()
-            values = list(map(read, copies))
-            jax.block_until_ready(values)
-            elapsed = time.perf_counter_ns() - t0
-        del copies, values
-        return elapsed
+            jax.block_until_ready(list(map(recompute, copies)))
+            return time.perf_counter_ns() - t0
 
     return run
 
@@ -165,12 +150,11 @@ TRIVIAL = (
 
 def _first_read_case(profile: Profile) -> Case:
     """The first read of a trivial lazy value: numpyro's ``__dict__`` store against the
-    external cache's bookkeeping (issue 27's floor: a weak reference, a table insert and a
-    trace-state test, plus the lock that makes a value computed at most once)."""
+    external cache's bookkeeping."""
     tn, ts = _Trivial(0.0, 1.0), _StableTrivial(0.0, 1.0)
-    read = operator.attrgetter("trivial")
-    timers = {"numpyro": _miss_timer(tn, read), "stabledist": _miss_timer(ts, read),
-              "nocache": _miss_timer(ts, _Trivial.trivial.wrapped)}
+    timers = {"numpyro": _first_read_timer(tn, "trivial"),
+              "stabledist": _first_read_timer(ts, "trivial"),
+              "nocache": _recompute_timer(ts, _Trivial.trivial.wrapped)}
     with quiet():
         samples, loops = measure(timers, profile.reps, profile.rep_ms, 20_000)
     return Case("first read, trivial value", {"kind": "first", "class": "Normal subclass",
@@ -180,21 +164,13 @@ def _first_read_case(profile: Profile) -> Case:
 def bench_lazy(profile: Profile) -> BenchResult:
     """First read (miss) and repeated read (hit) of every lazy property, eagerly; and the
     first read of a trivial value (the cache's own cost)."""
-    result = BenchResult(
-        name="lazy",
-        title="Lazy property read, eager (outside jit)",
-        unit="ns/read",
-        variants=LAZY_VARIANTS,
-        nocache=LAZY_NOCACHE,
-    )
+    result = BenchResult(name="lazy", title="Lazy property read, eager (outside jit)",
+                         unit="ns/read", variants=LAZY_VARIANTS, nocache=LAZY_NOCACHE)
     step("lazy: finding the lazy properties of every catalog example (first reads "
          "compile the eager ops)", weight=discovery_weight(profile))
     pairs, skipped = discover_lazy_pairs(profile.lazy_limit, profile.lazy_per_class)
-    result.extra["skipped"] = skipped
-    result.extra["pairs"] = len(pairs)
-    result.extra["classes"] = len({p.cls for p in pairs})
-    result.extra["limited_to"] = profile.lazy_limit
-    result.extra["per_class"] = profile.lazy_per_class
+    result.extra.update(skipped=skipped, pairs=len(pairs), classes=len({p.cls for p in pairs}),
+                        limited_to=profile.lazy_limit, per_class=profile.lazy_per_class)
     TRACKER.resize("lazy", discovery_weight(profile) + 2 + len(pairs))
     step("lazy: first read of a trivial lazy value")
     result.cases.append(_first_read_case(profile))
@@ -207,35 +183,25 @@ def bench_lazy(profile: Profile) -> BenchResult:
             hn, hs = pair.build(nd), pair.build(sd)
         read = operator.attrgetter(pair.prop)
         recompute = recompute_fn(type(ts), pair.prop)
-        max_copies = 20_000  # calibrate() never asks for more copies than this
-        miss = {
-            "numpyro": _miss_timer(tn, read),
-            "stabledist": _miss_timer(ts, read),
-            "nocache": _miss_timer(ts, recompute),
-        }
-        with quiet():
-            samples, loops = measure(miss, profile.reps, profile.rep_ms, max_copies)
+        miss = {"numpyro": _first_read_timer(tn, pair.prop),
+                "stabledist": _first_read_timer(ts, pair.prop),
+                "nocache": _recompute_timer(ts, recompute)}
+        with quiet():  # at most 20,000 fresh copies per repetition
+            samples, loops = measure(miss, profile.reps, profile.rep_ms, 20_000)
         params = {"class": pair.cls, "property": pair.prop, "example": pair.builder_id}
         result.cases.append(Case(f"miss {pair.cls}.{pair.prop}", {**params, "kind": "miss"},
                                  samples, loops))
         jax.block_until_ready((read(hn), read(hs)))  # the values the hit rows read
-        block = jax.block_until_ready
-        hit = {
-            "numpyro": stmt_timer(f"d.{pair.prop}", {"d": hn}),
-            "stabledist": stmt_timer(f"d.{pair.prop}", {"d": hs}),
-            "nocache": stmt_timer("block(w(d))", {"block": block, "w": recompute, "d": hs}),
-            "plain": stmt_timer("d._batch_shape", {"d": hs}),
-        }
+        hit = {"numpyro": stmt_timer(f"d.{pair.prop}", {"d": hn}),
+               "stabledist": stmt_timer(f"d.{pair.prop}", {"d": hs}),
+               "nocache": stmt_timer("block(w(d))", {"block": jax.block_until_ready,
+                                                     "w": recompute, "d": hs}),
+               "plain": stmt_timer("d._batch_shape", {"d": hs})}
         with quiet():
             samples, loops = measure(hit, profile.reps, profile.rep_ms)
         result.cases.append(Case(f"hit {pair.cls}.{pair.prop}", {**params, "kind": "hit"},
                                  samples, loops))
     return result
-
-
-# --------------------------------------------------------------------------------------------
-# flatten + unflatten
-# --------------------------------------------------------------------------------------------
 
 
 def _flatten_examples(limit: int | None) -> tuple[list[tuple[str, str, Builder]], dict]:
@@ -247,8 +213,7 @@ def _flatten_examples(limit: int | None) -> tuple[list[tuple[str, str, Builder]]
         if limit is not None and len(out) >= limit:
             break
         with quiet():
-            ds = build(MODULES["stabledist"])
-            dn = build(MODULES["numpyro"])
+            ds, dn = build(MODULES["stabledist"]), build(MODULES["numpyro"])
         cls = type(ds).__name__
         if cls in seen:
             continue
@@ -267,82 +232,30 @@ def _flatten_examples(limit: int | None) -> tuple[list[tuple[str, str, Builder]]
 _ROUND_TRIP = "leaves, treedef = flatten(d); unflatten(treedef, leaves)"
 
 
-class _Floor:
-    """The cheapest custom pytree node: what JAX itself costs for a node with k leaves."""
-
-    def __init__(self, children: tuple[Any, ...]) -> None:
-        self.children = children
-
-
-jax.tree_util.register_pytree_node(
-    _Floor,
-    lambda f: (f.children, None),
-    lambda _, children: _Floor(tuple(children)),
-)
-
-BREAKDOWN = ("Normal", "MultivariateNormal", "TwoSidedTruncatedDistribution", "MixtureSameFamily")
-
-
 def bench_flatten(profile: Profile) -> BenchResult:
     """``jax.tree_util.tree_flatten`` then ``tree_unflatten`` of every distribution class."""
     result = BenchResult(
-        name="flatten",
+        name="flatten", unit="ns/round trip",
         title="tree_flatten + tree_unflatten (jax.tree_util) of every distribution class",
-        unit="ns/round trip",
-        variants={
-            "numpyro": "numpyro.distributions instance",
-            "stabledist": "stabledist instance",
-        },
-        nocache="not applicable: no lazy value is involved (fresh instances, nothing read)",
-    )
+        variants={"numpyro": "numpyro.distributions instance",
+                  "stabledist": "stabledist instance"},
+        nocache="not applicable: no lazy value is involved (fresh instances, nothing read)")
     examples, skipped = _flatten_examples(profile.flatten_limit)
     result.extra["skipped"] = skipped
-    chosen = [(b, c, f) for b, c, f in examples if c in BREAKDOWN]
-    TRACKER.resize("flatten", len(examples) + len(chosen))
+    TRACKER.resize("flatten", len(examples))
     tu = jax.tree_util
     ns = {"flatten": tu.tree_flatten, "unflatten": tu.tree_unflatten}
     for i, (builder_id, cls, build) in enumerate(examples, start=1):
         step(f"flatten {i}/{len(examples)}: {cls}")
         with quiet():
             dn, ds = build(MODULES["numpyro"]), build(MODULES["stabledist"])
-        fns = {
-            "numpyro": stmt_timer(_ROUND_TRIP, {**ns, "d": dn}),
-            "stabledist": stmt_timer(_ROUND_TRIP, {**ns, "d": ds}),
-        }
+        fns = {"numpyro": stmt_timer(_ROUND_TRIP, {**ns, "d": dn}),
+               "stabledist": stmt_timer(_ROUND_TRIP, {**ns, "d": ds})}
         samples, loops = measure(fns, profile.reps, profile.rep_ms)
-        params = {
-            "class": cls,
-            "example": builder_id,
-            "leaves": len(tu.tree_leaves(ds)),
-            "numpyro_leaves": len(tu.tree_leaves(dn)),
-        }
+        params = {"class": cls, "example": builder_id, "leaves": len(tu.tree_leaves(ds)),
+                  "numpyro_leaves": len(tu.tree_leaves(dn))}
         result.cases.append(Case(cls, {**params, "kind": "roundtrip"}, samples, loops))
-    # where the time goes, for a few classes: flatten and unflatten alone, and the floor
-    # (a minimal registered node with the same leaves)
-    breakdown = []
-    for builder_id, cls, build in chosen:
-        step(f"flatten breakdown: {cls}")
-        with quiet():
-            dn, ds = build(MODULES["numpyro"]), build(MODULES["stabledist"])
-        floor = _Floor(tuple(tu.tree_leaves(ds)))
-        fns = {}
-        for label, d in (("numpyro", dn), ("stabledist", ds), ("floor", floor)):
-            leaves, treedef = tu.tree_flatten(d)
-            env = {**ns, "d": d, "leaves": leaves, "treedef": treedef}
-            fns[f"{label}_flatten"] = stmt_timer("flatten(d)", env)
-            fns[f"{label}_unflatten"] = stmt_timer("unflatten(treedef, leaves)", env)
-        samples, loops = measure(fns, profile.reps, profile.rep_ms)
-        breakdown.append(Case(cls, {"class": cls, "example": builder_id}, samples, loops))
-    result.extra["breakdown"] = [
-        {"class": c.name, "median_ns": {v: c.median(v) for v in c.samples}, "samples": c.samples}
-        for c in breakdown
-    ]
     return result
-
-
-# --------------------------------------------------------------------------------------------
-# jitted dispatch
-# --------------------------------------------------------------------------------------------
 
 
 def _dispatch_case(name: str) -> tuple[Callable[[Any, tuple], Any], tuple]:
@@ -355,35 +268,27 @@ def _dispatch_case(name: str) -> tuple[Callable[[Any, tuple], Any], tuple]:
         return (lambda m, p: m.MultivariateNormal(p[0], scale_tril=p[1]),
                 (a(np.linspace(-1, 1, 8, dtype=np.float32)), tril))
     if name == "TruncatedNormal":
-        return (
-            lambda m, p: m.TruncatedNormal(p[0], p[1], low=p[2], high=p[3]),
-            (a([0.0, 1.0, -0.5]), a([1.0, 0.5, 2.0]), a([-1.0, 0.0, -2.0]),
-             a([1.5, 2.0, 1.0])),
-        )
+        return (lambda m, p: m.TruncatedNormal(p[0], p[1], low=p[2], high=p[3]),
+                (a([0.0, 1.0, -0.5]), a([1.0, 0.5, 2.0]), a([-1.0, 0.0, -2.0]),
+                 a([1.5, 2.0, 1.0])))
     if name == "MixtureSameFamily":
         tril = a(np.linalg.cholesky(spd(2, seed=2)))
-        return (
-            lambda m, p: m.MixtureSameFamily(
-                m.CategoricalLogits(p[0]), m.MultivariateNormal(p[1], scale_tril=p[2])
-            ),
-            (a([0.0, 1.0, -0.5]), a([[0.0, 0.0], [1.0, 2.0], [-1.0, 0.5]]), tril),
-        )
+        return (lambda m, p: m.MixtureSameFamily(m.CategoricalLogits(p[0]),
+                                                 m.MultivariateNormal(p[1], scale_tril=p[2])),
+                (a([0.0, 1.0, -0.5]), a([[0.0, 0.0], [1.0, 2.0], [-1.0, 0.5]]), tril))
     raise KeyError(f"unknown dispatch case {name!r}")
 
 
 def bench_dispatch(profile: Profile) -> BenchResult:
     """Per-call time of ``jit(lambda d, x: d.log_prob(x))(d, x).block_until_ready()``."""
     result = BenchResult(
-        name="dispatch",
+        name="dispatch", unit="ns/call",
         title="Dispatch of a jitted log_prob taking a distribution vs taking raw arrays",
-        unit="ns/call",
         variants={
             "numpyro": "jit(lambda d, x: d.log_prob(x)) with a numpyro distribution",
             "stabledist": "the same with a stabledist distribution",
-            "raw": "jit(lambda params, x: Dist(*params).log_prob(x)) with the parameter arrays",
-        },
-        nocache="not applicable: nothing lazy is read outside the compiled function",
-    )
+            "raw": "jit(lambda params, x: Dist(*params).log_prob(x)) with the parameter arrays"},
+        nocache="not applicable: nothing lazy is read outside the compiled function")
     nd = MODULES["numpyro"]
     for name in profile.dispatch_cases:
         step(f"dispatch: {name}")
@@ -393,22 +298,15 @@ def bench_dispatch(profile: Profile) -> BenchResult:
         f_n = jax.jit(lambda d, x: d.log_prob(x))
         f_s = jax.jit(lambda d, x: d.log_prob(x))
         f_r = jax.jit(lambda p, x, build=build: build(nd, p).log_prob(x))
-        outs = [np.asarray(f(d, x)) for f, d in ((f_n, dn), (f_s, ds), (f_r, params))]
+        calls = {"numpyro": (f_n, dn), "stabledist": (f_s, ds), "raw": (f_r, params)}
+        outs = [np.asarray(f(d, x)) for f, d in calls.values()]
         agree = all(np.allclose(outs[0], o, rtol=1e-5, atol=1e-5) for o in outs[1:])
-        stmt = "f(d, x).block_until_ready()"
-        fns = {
-            "numpyro": stmt_timer(stmt, {"f": f_n, "d": dn, "x": x}),
-            "stabledist": stmt_timer(stmt, {"f": f_s, "d": ds, "x": x}),
-            "raw": stmt_timer(stmt, {"f": f_r, "d": params, "x": x}),
-        }
+        fns = {v: stmt_timer("f(d, x).block_until_ready()", {"f": f, "d": d, "x": x})
+               for v, (f, d) in calls.items()}
         samples, loops = measure(fns, profile.reps, profile.rep_ms)
-        split = {v: host_device_split(partial(f, d, x), loops[v])
-                 for v, (f, d) in (("numpyro", (f_n, dn)), ("stabledist", (f_s, ds)),
-                                   ("raw", (f_r, params)))}
-        result.cases.append(
-            Case(name, {"class": type(ds).__name__, "results_agree": agree,
-                        "leaves": len(jax.tree_util.tree_leaves(ds)),
-                        "raw_arrays": len(params)}, samples, loops,
-                 extra={"host_device": split})
-        )
+        split = {v: host_device_split(partial(f, d, x), loops[v]) for v, (f, d) in calls.items()}
+        result.cases.append(Case(name, {"class": type(ds).__name__, "results_agree": agree,
+                                        "leaves": len(jax.tree_util.tree_leaves(ds)),
+                                        "raw_arrays": len(params)}, samples, loops,
+                                 extra={"host_device": split}))
     return result

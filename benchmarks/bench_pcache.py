@@ -1,27 +1,21 @@
 """Where stable pytrees save compiles: JAX's persistent compilation cache across processes,
 and retraces of a jitted function called with distributions built in different ways.
 
-A jitted function that takes distributions compiles a program whose parameters are the
-distributions' leaves, in leaf order. numpyro's leaf order comes from a ``set`` of field
-names, so it depends on the process's ``PYTHONHASHSEED``: a second process with another seed
-builds another program and misses JAX's persistent cache. stabledist's order is the
-declaration order in every process.
+numpyro's leaf order comes from a ``set`` of field names, so it depends on
+``PYTHONHASHSEED``: a second process with another seed compiles another program and misses
+the persistent cache. stabledist's order is the declaration order in every process.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from typing import Any
 
+from benchmarks import child
 from benchmarks.config import Profile
-from benchmarks.environment import subprocess_env
-from benchmarks.timing import BenchResult, Case, step
+from stabledist.benchmark._measure import BenchResult, Case, rounds, step
 
 SEEDS = ("1", "2")
 """PYTHONHASHSEED of the first (cache-writing) and second (cache-reading) process; with
@@ -33,7 +27,7 @@ FUNCTION = ("jit(lambda ds, x: sum(d.log_prob(x) for d in ds)) over a "
             "two-sided TruncatedNormal, dim 8")
 
 
-def child(module: str, cache_dir: str) -> dict[str, Any]:
+def first_call(module: str, cache_dir: str) -> dict[str, Any]:
     """Runs in a fresh process: build the distributions, then the first call of the jitted
     function, with JAX's persistent cache in ``cache_dir``."""
     import jax
@@ -46,21 +40,13 @@ def child(module: str, cache_dir: str) -> dict[str, Any]:
 
     from benchmarks.phases import record_phases
 
-    if module == "stabledist":
-        import stabledist as m
-    else:
-        import numpyro.distributions as m
-    import warnings
-
-    warnings.simplefilter("ignore")
+    m, _ = child.library(module)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((8, 8)).astype(np.float32)
     cov = jnp.asarray(a @ a.T / 8 + np.eye(8, dtype=np.float32))
-    ds = (
-        m.MultivariateNormal(jnp.zeros(8), covariance_matrix=cov),
-        m.LowRankMultivariateNormal(jnp.zeros(8), jnp.asarray(a[:, :2]), jnp.ones(8)),
-        m.TruncatedNormal(jnp.zeros(8), jnp.ones(8), low=-jnp.ones(8), high=2 * jnp.ones(8)),
-    )
+    ds = (m.MultivariateNormal(jnp.zeros(8), covariance_matrix=cov),
+          m.LowRankMultivariateNormal(jnp.zeros(8), jnp.asarray(a[:, :2]), jnp.ones(8)),
+          m.TruncatedNormal(jnp.zeros(8), jnp.ones(8), low=-jnp.ones(8), high=2 * jnp.ones(8)))
     x = jnp.asarray(rng.uniform(-0.5, 0.5, 8), jnp.float32)
     f = jax.jit(lambda ds, x: sum(jnp.sum(d.log_prob(x)) for d in ds))
     jax.block_until_ready(ds)
@@ -72,18 +58,6 @@ def child(module: str, cache_dir: str) -> dict[str, Any]:
     order = [[list(np.shape(leaf)) for leaf in jax.tree_util.tree_leaves(d)] for d in ds]
     return {"first_call_s": first, "phases": split, "value": value, "leaf_order": order,
             "hash_seed": os.environ.get("PYTHONHASHSEED")}
-
-
-def _spawn(module: str, cache_dir: str, seed: str) -> dict[str, Any]:
-    env = subprocess_env()
-    env["PYTHONHASHSEED"] = seed
-    cmd = [sys.executable, "-m", "benchmarks.bench_pcache", "--module", module,
-           "--cache-dir", cache_dir]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False,
-                          timeout=900)
-    if proc.returncode != 0:
-        raise RuntimeError(f"persistent-cache child ({module}) failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 RETRACE_TEXT = (
@@ -124,11 +98,9 @@ def _mvn_calls(m: Any, cov: Any, prec: Any, tril: Any) -> list[tuple[str, Any]]:
 
     loc = jnp.zeros(4)
     with quiet():
-        calls = [
-            ("MVN(covariance_matrix)", m.MultivariateNormal(loc, covariance_matrix=cov)),
-            ("MVN(precision_matrix)", m.MultivariateNormal(loc, precision_matrix=prec)),
-            ("MVN(scale_tril)", m.MultivariateNormal(loc, scale_tril=tril)),
-        ]
+        calls = [("MVN(covariance_matrix)", m.MultivariateNormal(loc, covariance_matrix=cov)),
+                 ("MVN(precision_matrix)", m.MultivariateNormal(loc, precision_matrix=prec)),
+                 ("MVN(scale_tril)", m.MultivariateNormal(loc, scale_tril=tril))]
         read = m.MultivariateNormal(loc, scale_tril=tril)
         read.precision_matrix, read.covariance_matrix  # noqa: B018 - the reads matter
         calls.append(("MVN(scale_tril) after reading precision/covariance", read))
@@ -184,8 +156,7 @@ def bench_pcache(profile: Profile) -> BenchResult:
         name="pcache",
         title="Compiles saved by stable pytrees: JAX's persistent cache across processes "
         "(another PYTHONHASHSEED) and retraces",
-        unit="s",
-        variants={"numpyro": "numpyro.distributions", "stabledist": "stabledist"},
+        unit="s", variants={"numpyro": "numpyro.distributions", "stabledist": "stabledist"},
         nocache="not applicable",
         extra={"function": FUNCTION, "seeds": SEEDS, "retrace_calls": RETRACE_TEXT},
     )
@@ -196,16 +167,15 @@ def bench_pcache(profile: Profile) -> BenchResult:
                              {v: [float(r["extra_traces"])] for v, r in rt.items()},
                              extra={"calls": {v: r["calls"] for v, r in rt.items()}}))
     runs: dict[str, list[list[dict[str, Any]]]] = {"numpyro": [], "stabledist": []}
-    for rep in range(profile.pcache_reps):
-        for variant in (["numpyro", "stabledist"] if rep % 2 == 0
-                        else ["stabledist", "numpyro"]):
-            with tempfile.TemporaryDirectory(prefix="stabledist-pcache-") as cache_dir:
-                pair = []
-                for i, seed in enumerate(SEEDS):
-                    step(f"pcache: {variant} process {i + 1} (PYTHONHASHSEED={seed}) "
-                         f"rep {rep + 1}/{profile.pcache_reps}")
-                    pair.append(_spawn(variant, cache_dir, seed))
-                runs[variant].append(pair)
+    for rep, variant in rounds(list(runs), profile.pcache_reps):
+        with tempfile.TemporaryDirectory(prefix="stabledist-pcache-") as cache_dir:
+            pair = []
+            for i, seed in enumerate(SEEDS):
+                step(f"pcache: {variant} process {i + 1} (PYTHONHASHSEED={seed}) "
+                     f"rep {rep + 1}/{profile.pcache_reps}")
+                pair.append(child.run("bench_pcache", "first_call", {"PYTHONHASHSEED": seed},
+                                      module=variant, cache_dir=cache_dir))
+            runs[variant].append(pair)
     result.extra["runs"] = runs
     if not profile.pcache_reps:
         return result
@@ -225,15 +195,3 @@ def bench_pcache(profile: Profile) -> BenchResult:
     result.cases.append(Case("first call, first process (cache empty)",
                              {"kind": "first", "unit": "s"}, first))
     return result
-
-
-def _main() -> None:
-    parser = argparse.ArgumentParser(description="persistent-cache child (used by the suite)")
-    parser.add_argument("--module", choices=("numpyro", "stabledist"), required=True)
-    parser.add_argument("--cache-dir", required=True)
-    ns = parser.parse_args()
-    print(json.dumps(child(ns.module, ns.cache_dir)))
-
-
-if __name__ == "__main__":
-    _main()

@@ -1,26 +1,16 @@
 """Scale: how the costs grow with the work - many sample sites in one trace, large pytrees
 of distributions, many live instances - stabledist and numpyro side by side.
 
-Why: the other benchmarks time one distribution at a time, while users trace models with
-thousands of sites, carry pytrees of ten thousand distributions through ``scan`` or a
-checkpoint, and keep many instances alive. The garbage collector is part of the measure: the
-timed regions here run with it enabled (the micro-benchmarks disable it), the rows give the
-mean and the slowest repetition beside the median, and every collection is recorded by
-generation. Memory per instance, the collector's counts in create/drop cycles and the
-cache's own tables are measured in a fresh process per library
-(`benchmarks.bench_scale_child`).
+The garbage collector is part of the measure here: the timed regions run with it enabled and
+every collection is recorded by generation. Memory, the collector's counts and the cache's
+tables are measured in a fresh process per library (`benchmarks.bench_scale_child`).
 """
 
 from __future__ import annotations
 
-import gc
-import json
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +20,20 @@ import numpy as np
 import numpyro
 from numpyro.infer.util import log_density
 
-from benchmarks.common import MODULES, quiet
+from benchmarks import child
+from benchmarks.bench_scale_child import GcWatch
+from benchmarks.common import MODULES, fresh_process_cases, quiet
 from benchmarks.config import Profile
-from benchmarks.environment import subprocess_env
 from benchmarks.scale_report import child_result_cases
-from benchmarks.timing import (
+from stabledist.benchmark._measure import (
     BenchResult,
     Case,
     Timed,
     calibrate,
     interleave,
+    measure,
     progress,
+    staged,
     step,
     stmt_timer,
 )
@@ -51,38 +44,6 @@ MIX = ("Normal(0, 1)", "TruncatedNormal(0, 1, low=-1, high=2)",
        "MultivariateNormal(0, covariance_matrix) of dim 2")
 """The sites, in turn: a class without lazy values, one whose log density reads them (the
 truncation's normaliser), one whose constructor factors a matrix."""
-
-
-class GcWatch:
-    """Every collection of the garbage collector while `active`: generation and duration,
-    attributed to the `label` set when it ran (collections without a label are dropped)."""
-
-    def __init__(self) -> None:
-        self.label: str | None = None
-        self.records: dict[str, list[tuple[int, float]]] = {}
-        self._t0 = 0.0
-
-    def _callback(self, phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            self._t0 = time.perf_counter()
-        elif self.label is not None:
-            ms = (time.perf_counter() - self._t0) * 1e3
-            self.records.setdefault(self.label, []).append((info["generation"], ms))
-
-    @contextmanager
-    def active(self) -> Iterator[GcWatch]:
-        gc.callbacks.append(self._callback)
-        try:
-            yield self
-        finally:
-            gc.callbacks.remove(self._callback)
-
-    def summary(self, label: str) -> dict[str, float]:
-        """Collections of generation 2 under ``label``: count, total and largest ms; and
-        how many collections of any generation."""
-        full = [ms for g, ms in self.records.get(label, []) if g == 2]
-        return {"gen2": len(full), "gen2_ms": sum(full), "gen2_max_ms": max(full, default=0.0),
-                "collections": len(self.records.get(label, []))}
 
 
 def gc_timer(op: Callable[[], Any], watch: GcWatch, label: str) -> Timed:
@@ -121,11 +82,6 @@ def measure_gc(ops: dict[str, Callable[[], Any]], reps: int, rep_ms: float
     return samples, {v: watch.summary(v) for v in ops}
 
 
-# --------------------------------------------------------------------------------------------
-# a model with many sample sites
-# --------------------------------------------------------------------------------------------
-
-
 def site_model(m: Any, n: int) -> Callable[[], None]:
     """``n`` sample sites, each its own distribution, in the turn of `MIX`."""
     zeros, cov = jnp.zeros(2), jnp.asarray(COV)
@@ -144,8 +100,7 @@ def site_model(m: Any, n: int) -> Callable[[], None]:
 
 
 def site_values(n: int) -> dict[str, jax.Array]:
-    return {f"s{i}": jnp.full((2,) if i % 3 == 2 else (), 0.5, jnp.float32)
-            for i in range(n)}
+    return {f"s{i}": jnp.full((2,) if i % 3 == 2 else (), 0.5, jnp.float32) for i in range(n)}
 
 
 def plate_model(m: Any, n: int) -> Callable[[], None]:
@@ -166,36 +121,22 @@ def plate_values(n: int) -> dict[str, jax.Array]:
     return {"a": jnp.full(k, 0.5), "b": jnp.full(k, 0.5), "c": jnp.full((k, 2), 0.5)}
 
 
-def _log_density_jit(model: Callable[[], None]) -> Any:
-    """A new jitted log density (a new function: nothing cached from an earlier trace)."""
-    return jax.jit(lambda values: log_density(model, (), {}, values)[0])
-
-
 def _stage(maker: Callable[[Any, int], Callable[[], None]], m: Any, n: int,
            values: dict[str, jax.Array], compile_too: bool) -> tuple[dict[str, float], Any]:
-    """One trace (and lowering and compile) of a new jitted log density: seconds per phase,
-    and the compiled function (None when not compiled)."""
-    fn = _log_density_jit(maker(m, n))
+    """One trace (and lowering and compile) of a new jitted log density (a new function:
+    nothing cached from an earlier trace): seconds per phase, and the compiled function."""
+    model = maker(m, n)
+    fn = jax.jit(lambda values: log_density(model, (), {}, values)[0])
     with quiet():
-        t0 = time.perf_counter()
-        traced = fn.trace(values)
-        t1 = time.perf_counter()
-        if not compile_too:
-            return {"trace": t1 - t0}, None
-        lowered = traced.lower()
-        t2 = time.perf_counter()
-        compiled = lowered.compile()
-        t3 = time.perf_counter()
-    return {"trace": t1 - t0, "lower": t2 - t1, "compile": t3 - t2, "total": t3 - t0}, compiled
+        seconds, _, compiled = staged(fn, values, compile=compile_too)
+    return seconds, compiled
 
 
 def _staging_case(name: str, maker: Callable[[Any, int], Callable[[], None]], n: int,
                   values: dict[str, jax.Array], reps: int, compile_too: bool,
                   warm: bool) -> tuple[list[Case], dict[str, Any]]:
     """``reps`` interleaved traces (and compiles) per variant, GC on, each a new function;
-    ``warm``: one untimed trace per variant first (eager kernels, hoisting's decisions:
-    what a second model finds; per class and shape, so once per model kind is enough).
-    The cases: trace (and trace + compile)."""
+    ``warm``: one untimed trace per variant first (eager kernels, hoisting's decisions)."""
     records: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
     compiled: dict[str, Any] = {}
     watch = GcWatch()
@@ -207,7 +148,7 @@ def _staging_case(name: str, maker: Callable[[Any, int], Callable[[], None]], n:
             watch.label = None
             records[variant].append(rec)
             compiled[variant] = fn
-            return int(rec["total" if compile_too else "trace"] * 1e9)
+            return int(rec["total"] * 1e9)
         return run
 
     for v in VARIANTS if warm else ():
@@ -217,8 +158,7 @@ def _staging_case(name: str, maker: Callable[[Any, int], Callable[[], None]], n:
     gcs = {v: watch.summary(v) for v in VARIANTS}
     params = {"n": n, "unit": "s"}
     cases = [Case(f"{name} {n}: trace", {**params, "kind": f"{name}_trace"},
-                  {v: [r["trace"] for r in records[v]] for v in VARIANTS},
-                  extra={"gc": gcs})]
+                  {v: [r["trace"] for r in records[v]] for v in VARIANTS}, extra={"gc": gcs})]
     if compile_too:
         cases.append(Case(f"{name} {n}: trace+compile", {**params, "kind": f"{name}_compile"},
                           {v: [r["total"] for r in records[v]] for v in VARIANTS},
@@ -229,10 +169,8 @@ def _staging_case(name: str, maker: Callable[[Any, int], Callable[[], None]], n:
 def _per_call_case(name: str, n: int, compiled: dict[str, Any],
                    values: dict[str, jax.Array], profile: Profile) -> Case:
     fns = {v: stmt_timer("block(f(values))", {"block": jax.block_until_ready, "f": f,
-                                              "values": values})
-           for v, f in compiled.items()}
-    loops = {v: calibrate(fn, profile.closure_rep_ms * 1e6) for v, fn in fns.items()}
-    samples = interleave(fns, loops, max(profile.scale_reps, 3))
+                                              "values": values}) for v, f in compiled.items()}
+    samples, loops = measure(fns, max(profile.scale_reps, 3), profile.closure_rep_ms)
     return Case(f"{name} {n}: per call", {"n": n, "kind": f"{name}_call", "unit": "ns/call"},
                 samples, loops)
 
@@ -251,14 +189,23 @@ def sites_cases(result: BenchResult, profile: Profile) -> None:
     sizes = sorted({*profile.scale_sites, *profile.scale_compile_sites})
     for n in sizes:
         compile_too = n in profile.scale_compile_sites
-        step(f"scale: a model with {n} sample sites, trace" + (" + compile" if compile_too
-                                                                else ""))
+        step(f"scale: a model with {n} sample sites, trace" + (" + compile" if compile_too else ""))
         values = site_values(n)
         cases, compiled = _staging_case("sites", site_model, n, values, _reps(profile, n),
                                         compile_too, warm=n == sizes[0])
         result.cases += cases
         if compile_too:
             result.cases.append(_per_call_case("sites", n, compiled, values, profile))
+
+
+def fresh_sites_cases(result: BenchResult, profile: Profile) -> None:
+    """The many-site model's first trace and compile in fresh processes."""
+    for n in profile.scale_fresh_sites:
+        step(f"scale: a model with {n} sample sites in fresh processes", weight=2)
+        result.cases += fresh_process_cases("sites", (n,), profile.scale_fresh_processes,
+                                            f"sites {n}", {"n": n, "unit": "s",
+                                                           "kind": "sites_fresh"},
+                                            eager_init=True)
 
 
 def plate_cases(result: BenchResult, profile: Profile) -> None:
@@ -272,11 +219,6 @@ def plate_cases(result: BenchResult, profile: Profile) -> None:
         result.cases.append(_per_call_case("plate", n, compiled, values, profile))
 
 
-# --------------------------------------------------------------------------------------------
-# a pytree of many distributions
-# --------------------------------------------------------------------------------------------
-
-
 def tree_of(m: Any, n: int) -> list[Any]:
     """``n`` distributions in the turn of `MIX` (the MVN from its ``scale_tril``; argument
     checks off: they cost seconds at this size and change no pytree)."""
@@ -288,8 +230,7 @@ def tree_of(m: Any, n: int) -> list[Any]:
             if kind == 0:
                 out.append(m.Normal(loc, 1.0, validate_args=False))
             elif kind == 1:
-                out.append(m.TruncatedNormal(loc, 1.0, low=-1.0, high=2.0,
-                                             validate_args=False))
+                out.append(m.TruncatedNormal(loc, 1.0, low=-1.0, high=2.0, validate_args=False))
             else:
                 out.append(m.MultivariateNormal(zeros, scale_tril=tril, validate_args=False))
     return out
@@ -347,11 +288,6 @@ def tree_cases(result: BenchResult, profile: Profile) -> None:
         del trees
 
 
-# --------------------------------------------------------------------------------------------
-# fresh processes: memory, the collector's counts, the tables
-# --------------------------------------------------------------------------------------------
-
-
 CHILD_WEIGHT = 2
 """Progress steps each part of the fresh processes counts for (measured: 7-15 s each,
 against 0.3-12 s for the steps before them)."""
@@ -363,31 +299,29 @@ def child_cases(result: BenchResult, profile: Profile) -> None:
     its parts."""
     from benchmarks.bench_scale_child import PART, PARTS
 
-    args = json.dumps({"memory": profile.scale_memory, "cycles": list(profile.scale_cycles),
-                       "shapes": profile.scale_shapes, "classes": profile.scale_classes})
+    args = {"memory": profile.scale_memory, "cycles": list(profile.scale_cycles),
+            "shapes": profile.scale_shapes, "classes": profile.scale_classes}
     labels = list(PARTS.values())
     step(f"scale, a fresh process per library: {labels[0]}", weight=CHILD_WEIGHT)
     with tempfile.TemporaryDirectory() as tmp:
-        out = {v: (Path(tmp) / f"{v}.out", Path(tmp) / f"{v}.err") for v in VARIANTS}
+        errs = {v: Path(tmp) / f"{v}.err" for v in VARIANTS}
         procs = {}
-        for v, (o, e) in out.items():
-            with o.open("w") as fo, e.open("w") as fe:
-                procs[v] = subprocess.Popen(
-                    [sys.executable, "-m", "benchmarks.bench_scale_child", "--module", v,
-                     "--args", args], stdout=fo, stderr=fe, text=True, env=subprocess_env())
+        for v, err in errs.items():
+            with err.open("w") as stderr:
+                procs[v] = child.spawn("bench_scale_child", "run", stderr=stderr, module=v,
+                                       args=args)
         done = 0
         while any(p.poll() is None for p in procs.values()):
             time.sleep(0.5)
-            parts = out["stabledist"][1].read_text().count(PART)
+            parts = errs["stabledist"].read_text().count(PART)
             for label in labels[done + 1:parts + 1]:
                 step(f"scale, a fresh process per library: {label}", weight=CHILD_WEIGHT)
             done = max(done, parts)
         runs = {}
         for v, proc in procs.items():
             if proc.returncode != 0:
-                raise RuntimeError(f"scale child ({v}) failed:\n"
-                                   f"{out[v][1].read_text()[-3000:]}")
-            runs[v] = json.loads(out[v][0].read_text().strip().splitlines()[-1])
+                raise RuntimeError(f"scale child ({v}) failed:\n{errs[v].read_text()[-3000:]}")
+            runs[v] = child.result(proc, f"scale child ({v})")
             progress(f"scale: {v} child done in {runs[v]['seconds']:.0f} s")
     result.extra["children"] = runs
     result.cases += child_result_cases(runs)
@@ -398,13 +332,13 @@ def bench_scale(profile: Profile) -> BenchResult:
         name="scale",
         title="Scale: a model with many sample sites, pytrees of many distributions, many "
         "live instances",
-        unit="s",
-        variants={"numpyro": "numpyro.distributions", "stabledist": "stabledist"},
+        unit="s", variants={"numpyro": "numpyro.distributions", "stabledist": "stabledist"},
         nocache="not applicable: the models build their distributions in the trace, and the "
         "pytrees, memory and tables compare the two libraries",
         extra={"mix": list(MIX)},
     )
     sites_cases(result, profile)
+    fresh_sites_cases(result, profile)
     plate_cases(result, profile)
     tree_cases(result, profile)
     child_cases(result, profile)
@@ -413,4 +347,5 @@ def bench_scale(profile: Profile) -> BenchResult:
 
 def steps(profile: Profile) -> int:
     return (len({*profile.scale_sites, *profile.scale_compile_sites})
-            + len(profile.scale_plate) + 2 * len(profile.scale_tree) + 4 * CHILD_WEIGHT)
+            + 2 * len(profile.scale_fresh_sites) + len(profile.scale_plate)
+            + 2 * len(profile.scale_tree) + 4 * CHILD_WEIGHT)

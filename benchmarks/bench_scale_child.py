@@ -3,26 +3,23 @@ collections in round trips and create/drop cycles, and the cache's and hoisting'
 
 Why a fresh process per library: process memory (RSS) and the garbage collector's state
 (which generation holds how many objects, when the next full collection is due) depend on
-everything a process did before; each library gets the same clean start. The parent
-(`benchmarks.bench_scale.child_cases`) runs one child per library and reads the JSON line
-this prints.
+everything a process did before; each library gets the same clean start
+(`benchmarks.bench_scale.child_cases` runs `run` once per library).
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
-import os
 import sys
 import time
 import tracemalloc
-import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
 from benchmarks.bench_memory import rss_mb
+from benchmarks.child import library
 
 PART = "scale-child part done:"
 """The line each part ends with on stderr, read by the parent for its progress steps."""
@@ -42,30 +39,49 @@ CYCLES = 2
 """Create/drop cycles per size."""
 
 
-class Gen2:
-    """Counts generation-2 collections (and their ms) while installed."""
+class GcWatch:
+    """Every collection of the garbage collector while `active`: generation and duration,
+    attributed to the `label` set when it ran (collections without a label are dropped)."""
 
     def __init__(self) -> None:
-        self.full: list[float] = []
+        self.label: str | None = None
+        self.records: dict[str, list[tuple[int, float]]] = {}
         self._t0 = 0.0
 
-    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
             self._t0 = time.perf_counter()
-        elif info["generation"] == 2:
-            self.full.append((time.perf_counter() - self._t0) * 1e3)
+        elif self.label is not None:
+            ms = (time.perf_counter() - self._t0) * 1e3
+            self.records.setdefault(self.label, []).append((info["generation"], ms))
+
+    @contextmanager
+    def active(self) -> Iterator[GcWatch]:
+        gc.callbacks.append(self._callback)
+        try:
+            yield self
+        finally:
+            gc.callbacks.remove(self._callback)
+
+    def summary(self, label: str) -> dict[str, float]:
+        """Collections of generation 2 under ``label``: count, total and largest ms; and
+        how many collections of any generation."""
+        full = [ms for g, ms in self.records.get(label, []) if g == 2]
+        return {"gen2": len(full), "gen2_ms": sum(full), "gen2_max_ms": max(full, default=0.0),
+                "collections": len(self.records.get(label, []))}
 
     def during(self, work: Callable[[], Any]) -> dict[str, float]:
-        gc.callbacks.append(self)
-        t0 = time.perf_counter()
-        try:
-            work()
-        finally:
-            gc.callbacks.remove(self)
-        seconds = time.perf_counter() - t0
-        full, self.full = self.full, []
-        return {"gen2": len(full), "gen2_ms": sum(full), "gen2_max_ms": max(full, default=0.0),
-                "seconds": seconds}
+        """`summary` of the collections while ``work()`` runs, and its seconds."""
+        with self.active():
+            self.label, t0 = "during", time.perf_counter()
+            try:
+                work()
+            finally:
+                self.label = None
+            seconds = time.perf_counter() - t0
+        counts = self.summary("during")
+        self.records.clear()
+        return {**counts, "seconds": seconds}
 
 
 def _mixed(m: Any, n: int) -> list[Any]:
@@ -103,7 +119,7 @@ def fresh_round_trips(m: Any) -> tuple[dict[str, Any], list[Any]]:
     """The probe as a user meets it, first thing after the import: build 1,000, then eight
     round trips. Whether a full collection lands here depends on how much the import left
     pending (informative: see the page). Also returns the tree, for `steady_cycles`."""
-    watch, times = Gen2(), []
+    watch, times = GcWatch(), []
     tree = _mixed(m, 1000)
     counts = watch.during(lambda: times.extend(_round_trips(tree)))
     return {**counts, "round_trip_ms": times}, tree
@@ -113,7 +129,7 @@ def steady_cycles(m: Any, sizes: list[int], tree: list[Any]) -> dict[str, dict[s
     """From a full collection on: `STEADY_TRIPS` round trips of ``tree`` (the probe's 1,000),
     two create/drop cycles of each size (each instance's values read), then as many round
     trips of each larger size; generation-2 collections counted during each."""
-    watch, out = Gen2(), {}
+    watch, out = GcWatch(), {}
     gc.collect()
     out[f"{STEADY_TRIPS} round trips of {len(tree):,}"] = watch.during(
         lambda: _round_trips(tree, STEADY_TRIPS))
@@ -203,11 +219,8 @@ def memory(m: Any, n: int, info: Callable[[], Any]) -> dict[str, Any]:
 
 
 def internal_tables() -> dict[str, int]:
-    """Entries in stabledist's own tables, read from its internals (the one place this
-    benchmark does): the cache's owners, value tables and holder records
-    (``stabledist._src.lazy.cache.CACHE``), hoisting's per-class decisions, programs and failures
-    (``stabledist._src.lazy.hoisting``) and batching's derived shapes
-    (``stabledist._src.pytrees.batching``)."""
+    """Entries in stabledist's own tables (the one place this benchmark reads internals):
+    the cache's, hoisting's and batching's."""
     from stabledist._src.lazy import hoisting
     from stabledist._src.lazy.cache import CACHE
     from stabledist._src.pytrees import batching
@@ -261,14 +274,7 @@ def tables(shapes: int, classes: int | None) -> dict[str, Any]:
 
 def run(module: str, args: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
-    if module == "stabledist":
-        import stabledist as m
-        from stabledist import cache_info as info
-    else:
-        import numpyro.distributions as m
-
-        def info() -> tuple[int, int]:
-            return (0, 0)
+    m, info = library(module)
     seconds = {"import": time.perf_counter() - t0}
     out: dict[str, Any] = {"module": module, "seconds_per_part": seconds}
 
@@ -288,17 +294,3 @@ def run(module: str, args: dict[str, Any]) -> dict[str, Any]:
         out["tables"] = part("tables", lambda: tables(args["shapes"], args["classes"]))
     out["seconds"] = time.perf_counter() - t0
     return out
-
-
-def _main() -> None:
-    parser = argparse.ArgumentParser(description="scale benchmark child (used by the suite)")
-    parser.add_argument("--module", choices=("numpyro", "stabledist"), required=True)
-    parser.add_argument("--args", required=True, help="JSON: memory, cycles, shapes, classes")
-    ns = parser.parse_args()
-    os.environ.setdefault("PYTHONWARNINGS", "ignore")
-    warnings.simplefilter("ignore")
-    print(json.dumps(run(ns.module, json.loads(ns.args))))
-
-
-if __name__ == "__main__":
-    _main()

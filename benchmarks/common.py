@@ -1,5 +1,5 @@
 """Helpers shared by the benchmarks: the two distribution modules, lazy-property lookup,
-fresh copies, deterministic test matrices."""
+deterministic test matrices."""
 
 from __future__ import annotations
 
@@ -7,19 +7,18 @@ import types
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
 import numpyro.distributions as nd
 from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
-from stabledist._src.lazy.cache import CACHE
 from stabledist._src.lazy.introspect import class_attribute, lazy_names
 from stabledist._src.lazy.reads import cached_lazy_property, lazy_property_of
 
-__all__ = ["MODULES", "block", "fresh_copy", "is_stable_lazy", "lazy_names", "quiet",
+__all__ = ["MODULES", "fresh_process_cases", "is_stable_lazy", "lazy_names", "quiet",
            "recompute_fn", "spd"]
 
 MODULES: dict[str, types.ModuleType] = {"numpyro": nd, "stabledist": sd}
@@ -46,21 +45,6 @@ def is_stable_lazy(cls: type, name: str) -> bool:
     return isinstance(class_attribute(cls, name), cached_lazy_property)
 
 
-def fresh_copy(template: Any) -> Any:
-    """A new instance with ``template``'s constructor state, as if just constructed.
-
-    numpyro keeps lazy values a constructor computed in ``__dict__`` (copied here); stabledist
-    keeps them in the cache as the template's seeded values, so they are seeded for the
-    copy (untimed), otherwise the copy would pay for values a real fresh instance has.
-    """
-    cls = type(template)
-    copy = cls.__new__(cls)
-    copy.__dict__.update(template.__dict__)
-    for name, value in CACHE.given(template).items():
-        CACHE.give(copy, name, value)
-    return copy
-
-
 def spd(n: int, seed: int = 0) -> np.ndarray:
     """A well-conditioned symmetric positive definite ``n x n`` float32 matrix."""
     rng = np.random.default_rng(seed)
@@ -68,5 +52,24 @@ def spd(n: int, seed: int = 0) -> np.ndarray:
     return (a @ a.T / n + np.eye(n, dtype=np.float32)).astype(np.float32)
 
 
-def block(value: Any) -> Any:
-    return jax.block_until_ready(value)
+FRESH_PHASES = {"trace_s": "first trace", "compile_s": "compile"}
+PROGRAMS = Path(__file__).with_name("programs.py")
+
+
+def fresh_process_cases(program: str, args: tuple, processes: int, label: str,
+                        params: dict[str, Any], eager_init: bool = False) -> list[Any]:
+    """The first trace and the compile of ``benchmarks.programs:<program>(*args)``'s jitted
+    log density in fresh processes, numpyro's and stabledist's alternating: what a user's
+    first ``jit`` pays, measured by the tool users run (`stabledist.benchmark.model`; its
+    per-call rows are not these cases', so calls are timed briefly)."""
+    from stabledist import benchmark
+    from stabledist.benchmark._measure import Case
+
+    # by its file: the benchmarks package imports stabledist's own modules, and numpyro's
+    # process must not
+    report = benchmark.model(f"{PROGRAMS}:{program}", *args, processes=processes,
+                             eager_init=eager_init, reps=2, rep_ms=2.0, quiet=True)
+    return [Case(f"{label}: {FRESH_PHASES[c.params['phase']]} (fresh process)",
+                 {**params, "kind": f"{params['kind']}_{c.params['phase'].removesuffix('_s')}"},
+                 c.samples)
+            for c in report.cases if c.params["phase"] in FRESH_PHASES]

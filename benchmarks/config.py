@@ -1,16 +1,17 @@
 """Sizes and repetition counts of the suite, per profile (no jax import here).
 
-The default profile answers in about 4 minutes on 2 cores (issue 45): a verdict on every
-target; the long runs are ``--full``'s. ``--device gpu`` (or ``tpu``) without a size option
-runs `ACCELERATOR`, the default profile with the end-to-end rows of the H200 runs, planned to
-fit a 10-minute device lease (on one NVIDIA H200 every NUTS or SVI run compiles for 1.2-4.3 s,
-and each row's untimed warm-ups compile the eager kernels for 10-16 s).
+``--device gpu`` (or ``tpu``) without a size option runs `ACCELERATOR`, the default profile
+with other end-to-end rows, planned to fit a 10-minute device lease.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The repository's root: the page the suite publishes, the commit it measured."""
 
 
 @dataclass(frozen=True)
@@ -18,8 +19,7 @@ class Profile:
     """How long and how large: one instance per ``--smoke/--quick/(default)/--full``."""
 
     name: str
-    # micro-benchmarks (lazy, flatten, dispatch): repetitions, and the target duration of
-    # one repetition of one variant, which sets the loop count per repetition
+    # micro-benchmarks (lazy, flatten, dispatch): repetitions, ms per repetition and variant
     reps: int
     rep_ms: float
     lazy_limit: int | None  # at most this many (class, property) pairs; None: all
@@ -33,15 +33,12 @@ class Profile:
     closure_reps: int
     closure_rep_ms: float
     first_reps: int  # first calls of new closures: repetitions (fresh distribution and jit)
-    # closed-over constants: (family, size) cases measured in fresh processes with JAX's
-    # simplified constants off and on (benchmarks/bench_constants.py)
+    # closed-over constants: (family, size), JAX's simplified constants off and on
     constants_cases: tuple[tuple[str, int], ...]
     # trace + compile
     compile_dim: int
     compile_reads: int
-    compile_reps: int
-    cold_reps: int  # fresh-process first compiles per variant
-    compile_warmup: bool  # one untimed trace+compile per variant first
+    compile_processes: int  # fresh processes per library
     # end-to-end inference
     e2e_warmup: int
     e2e_samples: int
@@ -51,18 +48,17 @@ class Profile:
     e2e_methods: tuple[str, ...]  # "NUTS", "SVI"
     e2e_prewarm: bool  # one tiny untimed run per variant first (eager-op caches)
     e2e_chains: int | None  # None: one chain per device (at least 2)
-    # persistent compilation cache: (first process, second process) pairs per variant
-    pcache_reps: int
-    # the import: pairs of fresh processes (numpyro.distributions, stabledist)
-    import_reps: int
+    pcache_reps: int  # persistent cache: (first, second process) pairs per variant
+    import_reps: int  # the import: pairs of fresh processes
     # memory churn
     churn_cycles: int
     churn_points: int
     churn_light: bool  # only the cheap part of the cycle (smoke: fewer cold compiles)
-    # scale (benchmarks/bench_scale.py): many sample sites in one trace, large pytrees of
-    # distributions, many live instances
+    # scale: many sample sites in one trace, large pytrees, many live instances
     scale_sites: tuple[int, ...]  # trace time of the unrolled many-site model
     scale_compile_sites: tuple[int, ...]  # its trace + lower + compile and per call (small)
+    scale_fresh_sites: tuple[int, ...]  # its first trace and compile in fresh processes
+    scale_fresh_processes: int  # fresh processes per library for each of those
     scale_plate: tuple[int, ...]  # the same model written with a plate: sites per plate
     scale_tree: tuple[int, ...]  # distributions in one pytree: flatten, unflatten, tree_map
     scale_reps: int  # repetitions per variant of each of those
@@ -70,8 +66,7 @@ class Profile:
     scale_cycles: tuple[int, ...]  # instances per create/drop cycle (gc counts, fresh process)
     scale_shapes: int  # distinct shapes traced for the hoisting tables
     scale_classes: int | None  # catalog examples whose lazy values are read (None: all)
-    # timing targets (speed-ups, "no row slower"): judged, or shown as N/A (smoke: 3 tiny
-    # repetitions resolve nothing; its strict run judges only errors, retraces and memory)
+    # timing targets judged, or N/A (smoke: its tiny repetitions resolve nothing)
     judge_timing: bool
 
     @property
@@ -86,185 +81,85 @@ class Profile:
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "label": self.label}
 
+    @classmethod
+    def from_dict(cls, fields: dict[str, Any]) -> Profile:
+        """The profile `dataclasses.asdict` gave, back from JSON (lists to tuples)."""
+        def tuples(v: Any) -> Any:
+            return tuple(map(tuples, v)) if isinstance(v, list) else v
 
-_DISPATCH = ("Normal", "MultivariateNormal", "TruncatedNormal", "MixtureSameFamily")
+        return cls(**{k: tuples(v) for k, v in fields.items()})
+
 
 DEFAULT = Profile(
-    name="default",
-    reps=9,
-    rep_ms=1.0,
-    lazy_limit=None,
-    lazy_per_class=None,
-    flatten_limit=None,
-    dispatch_cases=_DISPATCH,
-    mvn_dims=(16, 1024),
-    tn_batches=(100, 10_000),
-    sbvm_batches=(100, 10_000),
-    closure_reps=7,
-    closure_rep_ms=10.0,
-    first_reps=3,
+    name="default", reps=9, rep_ms=1.0, lazy_limit=None, lazy_per_class=None, flatten_limit=None,
+    dispatch_cases=("Normal", "MultivariateNormal", "TruncatedNormal", "MixtureSameFamily"),
+    mvn_dims=(16, 1024), tn_batches=(100, 10_000), sbvm_batches=(100, 10_000),
+    closure_reps=7, closure_rep_ms=10.0, first_reps=3,
     constants_cases=(("truncnormal_logp", 100_000), ("mvn_precision", 1024)),
-    compile_dim=32,
-    compile_reads=8,
-    compile_reps=3,
-    cold_reps=0,
-    compile_warmup=True,
-    e2e_warmup=200,
-    e2e_samples=200,
-    e2e_svi_steps=500,
-    e2e_reps=3,
-    e2e_models=("regression", "gp_predict"),
-    e2e_methods=("SVI",),
-    e2e_prewarm=True,
+    compile_dim=32, compile_reads=8, compile_processes=3,
+    e2e_warmup=200, e2e_samples=200, e2e_svi_steps=500, e2e_reps=3,
+    e2e_models=("regression", "gp_predict"), e2e_methods=("SVI",), e2e_prewarm=True,
     e2e_chains=None,
-    pcache_reps=1,
-    import_reps=8,
-    churn_cycles=5_000,
-    churn_points=25,
-    churn_light=False,
-    scale_sites=(10, 30, 100),
-    scale_compile_sites=(10, 30),
-    scale_plate=(1_000, 100_000),
-    scale_tree=(100, 1_000, 2_000),
-    scale_reps=5,
-    scale_memory=2_000,
-    scale_cycles=(1_000,),
-    scale_shapes=12,
-    scale_classes=4,
-    judge_timing=True,
+    pcache_reps=1, import_reps=8, churn_cycles=5_000, churn_points=25, churn_light=False,
+    scale_sites=(10, 30, 100), scale_compile_sites=(10, 30), scale_fresh_sites=(60,),
+    scale_fresh_processes=3, scale_plate=(1_000, 100_000),
+    scale_tree=(100, 1_000, 2_000), scale_reps=5, scale_memory=2_000, scale_cycles=(1_000,),
+    scale_shapes=12, scale_classes=4, judge_timing=True,
 )
-"""What a user needs for a verdict on every target, in about 4 minutes on 2 cores (issue
-45): every class and lazy property at 9 repetitions, the closures at dim 16 and 1,024 and
-batch 100 and 10,000, a model reading 8 lazy values for the compile rows, the end-to-end rows
-that judge the end-to-end targets (a regression's SVI and the jitted `Predictive` of the
-forecasting loop, three runs each), one process pair per variant for the persistent cache, a
-5,000-cycle churn, the scale benchmark up to 100 sample sites and pytrees of 2,000. The long
-runs (NUTS, batch 1,000,000, cold compiles, 10,000 sample sites, pytrees of 100,000) are
-`--full`'s."""
-
-ALL_MODELS = ("gp", "hierarchical", "regression", "statespace", "angles", "gp_predict")
+"""A verdict on every target in about 4 minutes on 2 cores; the long runs (NUTS, batch
+1,000,000, cold compiles, 10,000 sample sites, pytrees of 100,000) are `--full`'s."""
 
 PROFILES: dict[str, Profile] = {
     "smoke": replace(
-        DEFAULT,
-        name="smoke",
-        reps=3,
-        rep_ms=0.3,
-        lazy_limit=3,
-        flatten_limit=4,
-        dispatch_cases=("Normal",),
-        mvn_dims=(16,),
-        tn_batches=(),
-        sbvm_batches=(),
-        closure_reps=3,
-        closure_rep_ms=0.5,
-        first_reps=1,
-        constants_cases=(("mvn_precision", 16),),
-        compile_dim=2,
-        compile_reads=1,
-        compile_reps=1,
-        cold_reps=0,
-        compile_warmup=False,
-        e2e_warmup=5,
-        e2e_samples=5,
-        e2e_svi_steps=5,
-        e2e_reps=1,
-        e2e_models=("tiny",),
+        DEFAULT, name="smoke",
+        reps=3, rep_ms=0.3, lazy_limit=3, flatten_limit=4, dispatch_cases=("Normal",),
+        mvn_dims=(16,), tn_batches=(), sbvm_batches=(),
+        closure_reps=3, closure_rep_ms=0.5, first_reps=1, constants_cases=(("mvn_precision", 16),),
+        compile_dim=2, compile_reads=1, compile_processes=2,
+        e2e_warmup=5, e2e_samples=5, e2e_svi_steps=5, e2e_reps=1, e2e_models=("tiny",),
         e2e_methods=("SVI",),  # NUTS compiles for long; the quick profile runs it
-        e2e_prewarm=False,
-        e2e_chains=1,
+        e2e_prewarm=False, e2e_chains=1,
         pcache_reps=0,  # retraces only: the cross-process pairs start 4 Python processes
-        import_reps=2,
-        churn_cycles=200,
-        churn_points=5,
-        churn_light=True,
-        scale_sites=(3, 9),
-        scale_compile_sites=(3,),
-        scale_plate=(30,),
-        scale_tree=(30, 90),
-        scale_reps=2,
-        scale_memory=300,
-        scale_cycles=(100,),
-        scale_shapes=4,
-        scale_classes=2,
+        import_reps=2, churn_cycles=200, churn_points=5, churn_light=True,
+        scale_sites=(3, 9), scale_compile_sites=(3,), scale_fresh_sites=(),
+        scale_plate=(30,), scale_tree=(30, 90),
+        scale_reps=2, scale_memory=300, scale_cycles=(100,), scale_shapes=4, scale_classes=2,
         judge_timing=False,
     ),
     "quick": replace(
-        DEFAULT,
-        name="quick",
-        reps=7,
-        rep_ms=0.8,
-        lazy_limit=15,
-        lazy_per_class=1,
-        flatten_limit=40,
-        mvn_dims=(16, 1024),
-        tn_batches=(100,),
-        sbvm_batches=(100,),
-        closure_reps=5,
-        closure_rep_ms=5.0,
-        first_reps=2,
-        constants_cases=(("mvn_precision", 256),),
-        compile_dim=8,
-        compile_reads=4,
-        compile_reps=2,
-        cold_reps=0,
-        e2e_warmup=100,
-        e2e_samples=100,
-        e2e_svi_steps=300,
-        e2e_reps=1,
+        DEFAULT, name="quick",
+        reps=7, rep_ms=0.8, lazy_limit=15, lazy_per_class=1, flatten_limit=40,
+        mvn_dims=(16, 1024), tn_batches=(100,), sbvm_batches=(100,),
+        closure_reps=5, closure_rep_ms=5.0, first_reps=2, constants_cases=(("mvn_precision", 256),),
+        compile_dim=8, compile_reads=4, compile_processes=2,
+        e2e_warmup=100, e2e_samples=100, e2e_svi_steps=300, e2e_reps=1,
         e2e_models=("gp_predict",),
         pcache_reps=0,  # retraces only: the cross-process pairs start 4 Python processes
-        import_reps=6,
-        churn_cycles=2_000,
-        churn_points=20,
-        scale_sites=(10, 30),
-        scale_compile_sites=(10,),
-        scale_plate=(1_000,),
-        scale_tree=(100, 1_000),
-        scale_reps=3,
-        scale_memory=1_000,
-        scale_cycles=(1_000,),
-        scale_shapes=8,
-        scale_classes=3,
+        import_reps=6, churn_cycles=2_000, churn_points=20,
+        scale_sites=(10, 30), scale_compile_sites=(10,), scale_fresh_sites=(), scale_plate=(1_000,),
+        scale_tree=(100, 1_000), scale_reps=3, scale_memory=1_000, scale_cycles=(1_000,),
+        scale_shapes=8, scale_classes=3,
     ),
     "default": DEFAULT,
     "full": replace(
-        DEFAULT,
-        name="full",
-        reps=31,
-        rep_ms=5.0,
-        mvn_dims=(16, 32, 64, 128, 256, 512, 1024, 2048),
+        DEFAULT, name="full",
+        reps=31, rep_ms=5.0, mvn_dims=(16, 32, 64, 128, 256, 512, 1024, 2048),
         tn_batches=(100, 300, 1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000),
         sbvm_batches=(100, 1_000, 10_000, 100_000, 1_000_000),
-        closure_reps=11,
-        closure_rep_ms=50.0,
-        first_reps=5,
+        closure_reps=11, closure_rep_ms=50.0, first_reps=5,
         constants_cases=(("truncnormal_logp", 10_000), ("truncnormal_logp", 300_000),
                          ("truncnormal_logp", 1_000_000), ("mvn_precision", 512),
                          ("mvn_precision", 2048)),
-        compile_dim=64,
-        compile_reads=32,
-        compile_reps=9,
-        cold_reps=3,
-        e2e_warmup=1000,
-        e2e_samples=1000,
-        e2e_svi_steps=5000,
-        e2e_reps=6,
-        e2e_models=ALL_MODELS,
+        compile_dim=64, compile_reads=32, compile_processes=6,
+        e2e_warmup=1000, e2e_samples=1000, e2e_svi_steps=5000, e2e_reps=6,
+        e2e_models=("gp", "hierarchical", "regression", "statespace", "angles", "gp_predict"),
         e2e_methods=("NUTS", "SVI"),
-        pcache_reps=4,
-        import_reps=40,
-        churn_cycles=300_000,
-        churn_points=150,
-        scale_sites=(100, 1_000, 10_000),
-        scale_compile_sites=(10, 30, 100),
-        scale_plate=(1_000, 100_000, 1_000_000),
-        scale_tree=(100, 1_000, 10_000, 100_000),
-        scale_reps=5,
-        scale_memory=100_000,
-        scale_cycles=(1_000, 10_000, 100_000),
-        scale_shapes=200,
-        scale_classes=None,
+        pcache_reps=4, import_reps=40, churn_cycles=300_000, churn_points=150,
+        scale_sites=(100, 1_000, 10_000), scale_compile_sites=(10, 30, 100),
+        scale_fresh_sites=(30, 60, 300), scale_fresh_processes=6,
+        scale_plate=(1_000, 100_000, 1_000_000), scale_tree=(100, 1_000, 10_000, 100_000),
+        scale_reps=5, scale_memory=100_000, scale_cycles=(1_000, 10_000, 100_000),
+        scale_shapes=200, scale_classes=None,
     ),
 }
 
@@ -273,12 +168,9 @@ ACCELERATOR_CHANGES: dict[str, Any] = {
     "e2e_models": ("regression", "angles", "gp_predict"),
     "e2e_methods": ("NUTS", "SVI"),
 }
-"""What `ACCELERATOR` changes in the default profile, and why: the end-to-end rows are
-the three models whose H200 results differ most between the libraries (a model reading
-truncation normalizers, one reading ``norm_const``, the forecasting loop), NUTS and SVI,
-with two repetitions each (an interval, if a wide one): a GPU's host cores run the rest of
-the default profile in a few minutes. Planned there: about 8 minutes
-(`benchmarks.registry`'s accelerator seconds, estimated from the H200 runs)."""
+"""What `ACCELERATOR` changes in the default profile: the end-to-end rows of the three
+models whose results differ most between the libraries on a GPU, NUTS and SVI, two
+repetitions each; a GPU's host cores run the rest of the default profile in minutes."""
 
 ACCELERATOR = replace(DEFAULT, name="accelerator", **ACCELERATOR_CHANGES)
 """The default profile on an accelerator (``--device gpu|tpu`` without a size option)."""
@@ -286,11 +178,8 @@ ACCELERATOR = replace(DEFAULT, name="accelerator", **ACCELERATOR_CHANGES)
 PROFILES["accelerator"] = ACCELERATOR
 
 DEADLINE_MIN = 9.0
-"""``--device gpu|tpu``: the default ``--deadline`` in minutes. A benchmark whose planned
-time (scaled by how fast the finished steps went) would end after it is skipped, and a
-running one stops at its next step once the deadline has passed, keeping the cases it
-finished; a minute is left for the start, the report and the plots within a 10-minute
-lease."""
+"""``--device gpu|tpu``: the default ``--deadline`` in minutes (a minute of a 10-minute
+lease left for the start, the report and the plots)."""
 
 
 def accelerator_note(profile: Profile) -> str:

@@ -1,8 +1,7 @@
 """The ``lazy`` benchmark's rows and regression guards (its record is in
-`benchmarks.registry`): issue 39's eager targets, retired by issue 45 as below the floor of a
-Python-level getter over an external weak-key cache, kept as guards against regression.
-
-A module of its own because the registry is already long; no jax here.
+`benchmarks.registry`; no jax here). The eager rows sit on the floor of a Python-level getter
+over an external weak-key cache (docs/benchmarks.md, "The cost model"): they are guarded
+against regression, not held to a target.
 """
 
 from __future__ import annotations
@@ -12,31 +11,25 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.rows import SLOWER_BOUND, Row, Verdict, aggregate, fmt_value, single
-from benchmarks.timing import BenchResult, Case, geomean, paired_ratio_interval, summarize
-
-__all__ = ["FLOORS", "Floor", "first_read_guard", "hit_guard", "lazy_rows", "miss_guard"]
-
-
-def _of_kind(res: BenchResult, kind: str) -> list[Case]:
-    return [c for c in res.cases if c.params.get("kind") == kind]
-
+from stabledist.benchmark._measure import (
+    BenchResult,
+    Case,
+    geomean,
+    paired_ratio_interval,
+    summarize,
+)
+from stabledist.benchmark._rows import Row, Verdict, aggregate, fmt_value, single
 
 
 @dataclass(frozen=True)
 class Floor:
-    """A published eager figure (numpyro / stabledist, the rows' ratio) that a run must not
-    fall below by more than its own 95% interval: a regression guard, not a target (issue
-    45 decided that these rows sit on the floor of a Python-level getter over an external
-    weak-key cache; docs/benchmarks.md, "The cost model")."""
+    """A published eager ratio (numpyro / stabledist; ``published``: the commits of the
+    2-core CPU runs) that a run must not fall below by more than its own 95% interval.
+    ``spread``: the floor's own interval (one commit's runs spread by 4-8%)."""
 
     ratio: float
     published: str
-    """Where the figure was published: commits of docs/benchmarks.md's 2-core CPU runs."""
     spread: float = 0.05
-    """The floor's own interval, relative: the published runs of one commit's code spread by
-    4-8% from run to run (0.50-0.54x, 0.76-0.79x, 0.27-0.29x), more than one run's
-    interval says; a run fails only below ``ratio * (1 - spread)``."""
 
     @property
     def bound(self) -> float:
@@ -53,8 +46,8 @@ a trivial first read, the catalog's first reads (geometric mean), and a cache hi
 
 
 def lazy_rows(res: BenchResult) -> list[Row]:
-    miss, hit = _of_kind(res, "miss"), _of_kind(res, "hit")
-    slow = [c for c in miss if (c.ratio_median("numpyro", "stabledist") or 9) < SLOWER_BOUND]
+    miss, hit = res.of_kind("miss"), res.of_kind("hit")
+    slow = [c for c in miss if (c.ratio_median("numpyro", "stabledist") or 9) < 1 / 1.05]
     overhead = summarize([
         statistics.median([a - b for a, b in zip(c.samples["stabledist"],
                                                   c.samples["nocache"])])
@@ -63,8 +56,7 @@ def lazy_rows(res: BenchResult) -> list[Row]:
                       note=f"{len(slow)} cases >5% slower; cache bookkeeping per miss "
                       f"(stabledist - no-cache, median) {fmt_value(overhead, 'ns')}; guard: "
                       f"not below {FLOORS['miss'].ratio}x")]
-    worst_miss = min(miss, key=lambda c: c.ratio_median("numpyro", "stabledist") or 9,
-                     default=None)
+    worst_miss = min(miss, key=lambda c: c.ratio_median("numpyro", "stabledist") or 9, default=None)
     if worst_miss is not None:
         rows.append(single(res.name, worst_miss, res.unit,
                            label=f"miss, worst case: {worst_miss.name[5:]}"))
@@ -73,7 +65,7 @@ def lazy_rows(res: BenchResult) -> list[Row]:
                         note=f"stabledist/plain attribute {plain:.1f}x", speed=False)
     hit_row["note"] += ("; numpyro's hit is a plain __dict__ read; guard: not below "
                         f"{FLOORS['hit'].ratio}x")
-    first = _of_kind(res, "first")
+    first = res.of_kind("first")
     if first:
         extra = _first_read_extra(first[0])
         rows.insert(0, single(res.name, first[0], res.unit, label="first read, trivial value",
@@ -111,7 +103,7 @@ def _guard(key: str, iv: dict[str, Any], what: str) -> Verdict:
 
 
 def first_read_guard(res: BenchResult) -> Verdict | None:
-    first = _of_kind(res, "first")
+    first = res.of_kind("first")
     if not first:
         return None
     c = first[0]
@@ -120,14 +112,14 @@ def first_read_guard(res: BenchResult) -> Verdict | None:
 
 
 def miss_guard(res: BenchResult) -> Verdict | None:
-    miss = _of_kind(res, "miss")
+    miss = res.of_kind("miss")
     if not miss:
         return None
     return _guard("miss", _per_rep_geomean(miss), f"geomean over {len(miss)} properties")
 
 
 def hit_guard(res: BenchResult) -> Verdict | None:
-    hit = _of_kind(res, "hit")
+    hit = res.of_kind("hit")
     if not hit:
         return None
     plain = geomean([c.ratio_median("stabledist", "plain") for c in hit])

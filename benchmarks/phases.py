@@ -1,11 +1,9 @@
 """Where the time of a block of code goes: JAX tracing, lowering, XLA compilation, the rest.
 
-JAX reports each trace, lowering and backend compile as a time span through
-:mod:`jax.monitoring` (also the small per-primitive programs that eager, op-by-op evaluation
-compiles on first use). Spans nest (a jit traced inside another trace), so the phases are
-attributed exclusively, compile first, then lowering, then tracing: a second spent compiling
-inside a trace counts as compile only. "run" is everything else in the block: executing
-compiled programs, waiting for the device, and host-side Python outside any trace.
+JAX reports each as a time span (:mod:`jax.monitoring`, eager per-primitive compiles
+included); spans nest, so the phases are attributed exclusively (compile first, then
+lowering, then tracing). "run" is everything else: executing, waiting for the device, host
+Python outside any trace.
 """
 
 from __future__ import annotations

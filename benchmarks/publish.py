@@ -1,37 +1,35 @@
 """``python -m benchmarks --publish``: write a run's results into docs/benchmarks.md.
 
-The page keeps its hand-written parts (how to run, how it measures); the parts between
-``<!-- BEGIN GENERATED: name -->`` and ``<!-- END GENERATED: name -->`` are rewritten from
-the run: the "In short" verdict table and the results section, which states the commit measured
-(``<!-- measured-commit: <sha> -->``, which ``make release-check`` compares with the code).
-Plots are copied to docs/img/.
+The parts between ``<!-- BEGIN GENERATED: name -->`` and ``<!-- END GENERATED: name -->``
+are rewritten from the run (the "In short" table, the results with the commit measured, which
+``make release-check`` compares with the code); the plots go to docs/img/.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.environment import ROOT, python_build_text
+from benchmarks.config import ROOT
 from benchmarks.registry import REGISTRY
+from benchmarks.release import CODE, DOC, _git
 from benchmarks.report import compact_lines
-from benchmarks.rows import LABELS, fmt_value
-from benchmarks.timing import SAME_HIGH as FASTER_ABOVE
-from benchmarks.timing import SAME_LOW as SLOWER_BELOW
+from stabledist.benchmark._environment import python_build_text
+from stabledist.benchmark._measure import SAME_HIGH as FASTER_ABOVE
+from stabledist.benchmark._measure import SAME_LOW as SLOWER_BELOW
+from stabledist.benchmark._rows import LABELS, fmt_value
+from stabledist.benchmark._rows import fmt_x as _x
 
-DOC = ROOT / "docs" / "benchmarks.md"
 IMG = ROOT / "docs" / "img"
-CODE_PATHS = ("stabledist", "benchmarks")
 
 
 def dirty_code() -> list[str]:
     """Uncommitted changes under the measured code paths (``git status --porcelain``)."""
-    out = subprocess.run(["git", "status", "--porcelain", "--", *CODE_PATHS], cwd=ROOT,
-                         capture_output=True, text=True, check=True)
+    out = _git("status", "--porcelain", "--", *CODE)
+    out.check_returncode()
     return [line for line in out.stdout.splitlines() if line.strip()]
 
 
@@ -59,7 +57,7 @@ def _word(low: float, high: float) -> str:
 
 
 def _verdicts(rows: Sequence[dict[str, Any]]) -> str:
-    """The verdict on rows judged by their 95% intervals (`benchmarks.timing`): the counts
+    """The verdict on rows judged by their 95% intervals (`stabledist.benchmark`): the counts
     of faster / same / slower / unresolved rows, in words."""
     counts = {k: sum(r.get("verdict") == k for r in rows)
               for k in ("faster", "same", "slower", "unresolved")}
@@ -69,10 +67,6 @@ def _verdicts(rows: Sequence[dict[str, Any]]) -> str:
         return "**faster**"
     words = [f"{n} {k}" for k, n in counts.items() if n]
     return ", ".join(words) + " (95% intervals)"
-
-
-def _x(ratio: float) -> str:
-    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.3g}x"
 
 
 def _span(ratios: Sequence[float]) -> str:
@@ -220,11 +214,9 @@ def _eager_verdicts(payload: dict[str, Any]) -> list[VerdictRow]:
 def verdict_rows(payload: dict[str, Any]) -> list[VerdictRow]:
     """``(verdict, where, ratio, stabledist vs numpyro)`` per headline result of the run:
     what is faster, what costs, by how much."""
-    return [*_closure_verdicts(payload), *_host_side_verdicts(payload),
-            *_compile_verdicts(payload),
+    return [*_closure_verdicts(payload), *_host_side_verdicts(payload), *_compile_verdicts(payload),
             *_closure_verdicts(payload, "constants", "simplified constants: ",
-                               "with `JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1`, ",
-                               SIMPLIFIED_TEXT),
+                               "with `JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1`, ", SIMPLIFIED_TEXT),
             *_eager_verdicts(payload)]
 
 

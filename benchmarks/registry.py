@@ -1,12 +1,9 @@
 """The registry of benchmarks: one `Benchmark` record each, in `REGISTRY` (the run order).
 
-A record says how its benchmark runs (the measuring function in a ``bench_*`` module), what
-the progress tracker plans for it, and how its results become summary rows, target lines,
-report.md sections and plots. The runner and the report walk the records and name no
-benchmark, so adding a benchmark is writing its measuring function and its record here.
-
-No jax at import time: ``python -m benchmarks`` lists the names before it configures jax,
-so the measuring modules are imported only when a benchmark runs (`Deferred`).
+A record says how its benchmark runs, what the progress tracker plans for it, and how its
+result becomes rows, target lines, report.md sections and plots: the runner and the report
+walk the records and name no benchmark. No jax at import time (`Deferred`): ``python -m
+benchmarks`` lists the names before it configures jax.
 """
 
 from __future__ import annotations
@@ -21,109 +18,100 @@ from typing import TYPE_CHECKING, Any
 
 from benchmarks.bench_import import MAX_EXTRA_MIB, MAX_RATIO, import_rows, import_target
 from benchmarks.config import PROFILES, Profile
-from benchmarks.lazy_report import FLOORS, Floor, first_read_guard, hit_guard, lazy_rows, miss_guard
-from benchmarks.rows import (
-    LABELS,
-    Row,
-    Verdict,
-    aggregate,
-    first_call_row,
-    fmt_value,
-    host_device_note,
-    make_row,
-    single,
-)
+from benchmarks.lazy_report import FLOORS, first_read_guard, hit_guard, lazy_rows, miss_guard
 from benchmarks.scale_report import (
     flatten_target,
     gc_target,
     growth_target,
+    heap_target,
     memory_target,
     release_target,
     scale_plot,
     scale_rows,
     tables_target,
 )
-from benchmarks.timing import BenchResult, Case, geomean, paired_ratio_interval, summarize
+from stabledist.benchmark._measure import (
+    BenchResult,
+    Case,
+    geomean,
+    summarize,
+)
+from stabledist.benchmark._rows import (
+    LABELS,
+    Row,
+    Verdict,
+    aggregate,
+    first_call_row,
+    fmt_interval,
+    fmt_value,
+    host_device_note,
+    make_row,
+    single,
+    worst_of,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["BENCHMARKS", "FLOORS", "MAX_BARS", "REGISTRY", "Benchmark", "Deferred", "Floor", "Plot",
-           "Target", "Verdict", "bar_counts"]
-
 
 @dataclass(frozen=True)
 class Target:
-    """A pass/fail criterion, judged on one benchmark's result."""
+    """A pass/fail criterion judged on one benchmark's result (``check`` None: nothing to
+    judge in this run); ``rank`` orders the target lines, headline targets first; a
+    ``timing`` target is N/A in a profile that judges no timing (smoke)."""
 
     key: str
-    """The ``target`` of its entry in results.json."""
     criterion: str
-    """The sentence in the target lines."""
     rank: int
-    """Its place in the target list: headline targets first, whatever the run order."""
     check: Callable[[BenchResult], Verdict | None]
-    """``None``: the run has nothing to judge (no line at all)."""
     timing: bool = True
-    """A verdict on measured times (or memory per instance): N/A in a profile that does not
-    judge timing (smoke), whose tiny sizes and repetitions resolve nothing."""
 
 
 @dataclass(frozen=True)
 class Plot:
-    """One PNG drawn from one benchmark's result: at most `MAX_BARS` bars per panel (a
-    result with more cases is summarized, e.g. a histogram and its extremes)."""
+    """One PNG of one benchmark's result (``draw`` None: nothing to draw in this run), at
+    most `MAX_BARS` bars per panel; ``caption``: its caption in docs/benchmarks.md."""
 
     file: str
     caption: str
-    """Its caption in docs/benchmarks.md."""
     draw: Callable[[BenchResult], Figure | None]
-    """``None``: nothing to draw in this run (no file)."""
 
 
 @dataclass(frozen=True)
 class Benchmark:
-    """One benchmark: how it runs, and how its result is reported, plotted and judged."""
+    """One benchmark: ``name`` (``--only``, results.json), ``summary`` (one line: ``--help``,
+    progress), ``heading`` (its group in the verdict table); how it runs, its progress
+    ``steps`` and planned ``seconds`` on 2 busy cores; its rows, targets, report.md
+    ``details`` (lines after its case table) and plots."""
 
     name: str
-    """``--only`` name, key in results.json, first column of the summary."""
     summary: str
-    """What it measures, in one line (``--help``, progress)."""
     heading: str
-    """What it measures in a few words: its group's heading in the verdict table."""
     run: Callable[[Profile], BenchResult]
     steps: Callable[[Profile], int]
-    """Progress steps it will take (an estimate where it depends on the catalog)."""
     seconds: Callable[[Profile], float]
-    """Planned wall time on 2 busy cores, only for the progress estimate."""
     rows: Callable[[BenchResult], list[Row]]
-    """Its summary rows."""
     targets: tuple[Target, ...] = ()
     details: Callable[[BenchResult], list[str]] = lambda res: []
-    """report.md lines after its case table (tables its cases' ``extra`` holds)."""
     plots: tuple[Plot, ...] = ()
 
 
 @dataclass(frozen=True)
 class Deferred:
-    """``benchmarks.<module>.<function>(profile)``, imported at the first call: the measuring
-    modules import jax, which must wait until ``python -m benchmarks`` has configured it."""
+    """``benchmarks.<module>.<function>(profile)``, imported at the first call (after
+    ``python -m benchmarks`` has configured jax)."""
 
     module: str
     function: str
 
     def __call__(self, profile: Profile) -> Any:
-        module = importlib.import_module(f"benchmarks.{self.module}")
-        return getattr(module, self.function)(profile)
+        return getattr(importlib.import_module(f"benchmarks.{self.module}"), self.function)(profile)
 
 
 def _planned(smoke: float, quick: float, default: float, full: float,
              accelerator: float | None = None) -> Callable[[Profile], float]:
-    """Planned seconds per profile (another profile name: the default's). ``accelerator``:
-    the accelerator profile on one GPU, estimated from the H200 runs (the others: measured on
-    2 busy CPU cores, load average 4, where the default profile took 306 s); the deadline
-    of a run on an accelerator skips benchmarks by these, and the progress lines' estimate
-    of the time left starts from them (then scaled by how fast the finished steps went)."""
+    """Planned seconds per profile (another name: the default's); ``accelerator``: on one
+    GPU. A deadline skips benchmarks by these; the time-left estimate starts from them."""
     table = {"smoke": smoke, "quick": quick, "default": default, "full": full,
              "accelerator": default if accelerator is None else accelerator}
     return lambda p: table.get(p.name, default)
@@ -140,14 +128,23 @@ def _on_case(name: str, check: Callable[[BenchResult, Case], Verdict]
     return on_case
 
 
-def _of_kind(res: BenchResult, kind: str) -> list[Case]:
-    return [c for c in res.cases if c.params.get("kind") == kind]
-
-
 def _pyplot() -> Any:
     import matplotlib.pyplot as plt  # the report has chosen the Agg backend
 
     return plt
+
+
+def label_panel(ax: Any, xlabel: str, ylabel: str, title: str, loglog: bool = False,
+                **legend: Any) -> None:
+    """A panel's axis labels, title, legend (``legend``: its options) and grid."""
+    if loglog:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.legend(**{"fontsize": 8, **legend})
+    ax.grid(True, which="both" if loglog else "major", alpha=0.3)
 
 
 COLORS = {"numpyro": "#d62728", "stabledist": "#1f77b4", "nocache": "#7f7f7f",
@@ -172,36 +169,18 @@ def bar_counts(fig: Figure) -> list[int]:
     return counts
 
 
-# --------------------------------------------------------------------------------------------
-# flatten
-# --------------------------------------------------------------------------------------------
-
-
 def _flatten_rows(res: BenchResult) -> list[Row]:
-    return [aggregate(res.name, _of_kind(res, "roundtrip"), "tree_flatten+tree_unflatten",
-                      res.unit)]
+    return [aggregate(res.name, res.of_kind("roundtrip"), "tree_flatten+tree_unflatten", res.unit)]
 
 
 def _flatten_target(res: BenchResult) -> Verdict:
-    ratios = {c.name: c.ratio_median("numpyro", "stabledist")
-              for c in _of_kind(res, "roundtrip")}
+    ratios = {c.name: c.ratio_median("numpyro", "stabledist") for c in res.of_kind("roundtrip")}
     g = geomean(list(ratios.values()))
     below = sorted((r, n) for n, r in ratios.items() if r < 5)
     return Verdict(f"geomean {g:.2f}x over {len(ratios)} classes", g >= 5,
                    f"{len(below)} classes below 5x" + (
                        f" (slowest: {', '.join(f'{n} {r:.2f}x' for r, n in below[:5])})"
                        if below else ""))
-
-
-def _flatten_details(res: BenchResult) -> list[str]:
-    if not res.extra.get("breakdown"):
-        return []
-    lines = ["Breakdown (median ns; `floor` = a minimal registered node with the same "
-             "leaves, i.e. JAX's own cost):", ""]
-    for b in res.extra["breakdown"]:
-        lines.append(f"- {b['class']}: " + ", ".join(
-            f"{k} {val:.0f}" for k, val in b["median_ns"].items()))
-    return [*lines, ""]
 
 
 def _ratio_bars(ax: Any, data: list[tuple[float, str]], title: str) -> None:
@@ -222,7 +201,7 @@ def _flatten_plot(res: BenchResult) -> Figure | None:
     (a histogram) and the slowest and fastest classes."""
     plt = _pyplot()
     data = sorted((c.ratio_median("numpyro", "stabledist") or 0, c.name)
-                  for c in _of_kind(res, "roundtrip"))
+                  for c in res.of_kind("roundtrip"))
     if not data:
         return None
     title = "Pytree round trip (flatten + unflatten) speed-up per class"
@@ -244,16 +223,10 @@ def _flatten_plot(res: BenchResult) -> Figure | None:
     ax.set_title(f"Speed-up over all {len(data)} classes", fontsize=9)
     ax.legend(fontsize=8)
     k = (MAX_BARS - 1) // 2
-    _ratio_bars(ax2, [*data[:k], *data[-k:]],
-                f"The {k} slowest and the {k} fastest classes")
+    _ratio_bars(ax2, [*data[:k], *data[-k:]], f"The {k} slowest and the {k} fastest classes")
     ax2.axhline(k - 0.5, color="0.5", lw=0.8, ls=":")
     fig.suptitle(title, fontsize=10)
     return fig
-
-
-# --------------------------------------------------------------------------------------------
-# dispatch
-# --------------------------------------------------------------------------------------------
 
 
 def _dispatch_rows(res: BenchResult) -> list[Row]:
@@ -272,30 +245,26 @@ def _dispatch_target(res: BenchResult) -> Verdict:
                              for c in res.cases))
 
 
-# --------------------------------------------------------------------------------------------
-# closure
-# --------------------------------------------------------------------------------------------
-
-
-def _closure_rows(res: BenchResult) -> list[Row]:
-    rows = []
+def _call_rows(res: BenchResult, note: Callable[[Case, str], str]) -> list[Row]:
+    """Per-call rows, then first-call rows (the repeated first calls, paired by round, if
+    recorded, else one run); ``note(case, "per call" or "first call")``."""
+    rows = [single(res.name, c, res.unit, label=f"{c.name} per call", note=note(c, "per call"))
+            for c in res.cases]
     for c in res.cases:
-        note = host_device_note(c)
-        if not c.params.get("results_agree", True):
-            note += "; RESULTS DIFFER"
-        rows.append(single(res.name, c, res.unit, label=f"{c.name} per call", note=note))
-    for c in res.cases:
-        # the repeated first calls (interleaved, paired by round) if recorded, else one run
         first = c.extra.get("first_call_reps") or c.extra.get("first_call_s", {})
-        if "numpyro" not in first or "stabledist" not in first:
-            continue
-        ph = c.extra.get("first_call_phases", {})
-        rows.append(first_call_row(
-            res.name, f"{c.name} first call", first, judged=True,
-            note="XLA compiles " + ", ".join(
-                f"{k} {int(v.get('xla_compiles', 0))}" for k, v in ph.items()
-                if k in ("numpyro", "stabledist"))))
+        if "numpyro" in first and "stabledist" in first:
+            rows.append(first_call_row(res.name, f"{c.name} first call", first, judged=True,
+                                       note=note(c, "first call")))
     return rows
+
+
+def _closure_note(c: Case, timing: str) -> str:
+    if timing == "first call":
+        return "XLA compiles " + ", ".join(
+            f"{k} {int(v.get('xla_compiles', 0))}" for k, v in
+            c.extra.get("first_call_phases", {}).items() if k in ("numpyro", "stabledist"))
+    agree = c.params.get("results_agree", True)
+    return host_device_note(c) + ("" if agree else "; RESULTS DIFFER")
 
 
 def _precision_target(res: BenchResult) -> Verdict:
@@ -341,24 +310,11 @@ def _closure_plot(res: BenchResult, family: str, xlabel: str, title: str) -> Fig
                     label=LABELS[variant], ls=style)
         first = [c.extra.get("first_call_s", {}).get(variant) for c in cases]
         if all(f is not None for f in first):
-            ax2.plot(sizes, first, marker="o", ms=4, color=color, label=LABELS[variant],
-                     ls=style)
-    for a in (ax, ax2):
-        a.set_xscale("log")
-        a.set_yscale("log")
-        a.set_xlabel(xlabel)
-        a.grid(True, which="both", alpha=0.3)
-        a.legend(fontsize=8)
-    ax.set_ylabel("time per call (us), median and IQR")
-    ax.set_title(title, fontsize=9)
-    ax2.set_ylabel("first call: trace + compile + run (s)")
-    ax2.set_title("first call of a new jitted closure (once per distribution)", fontsize=9)
+            ax2.plot(sizes, first, marker="o", ms=4, color=color, label=LABELS[variant], ls=style)
+    label_panel(ax, xlabel, "time per call (us), median and IQR", title, loglog=True)
+    label_panel(ax2, xlabel, "first call: trace + compile + run (s)",
+                "first call of a new jitted closure (once per distribution)", loglog=True)
     return fig
-
-
-# --------------------------------------------------------------------------------------------
-# constants
-# --------------------------------------------------------------------------------------------
 
 
 def _constants_note(case: Case, timing: str) -> str:
@@ -377,16 +333,6 @@ def _constants_note(case: Case, timing: str) -> str:
         parts.append(f"stabledist's program: {ops['transcendental']} transcendental op(s), "
                      f"{ops['parameters']} argument(s)")
     return "; ".join(parts)
-
-
-def _constants_rows(res: BenchResult) -> list[Row]:
-    rows = [single(res.name, c, res.unit, label=f"{c.name} per call",
-                   note=_constants_note(c, "per call")) for c in res.cases]
-    for c in res.cases:
-        rows.append(first_call_row(res.name, f"{c.name} first call",
-                                   c.extra.get("first_call_reps", {}), judged=True,
-                                   note=_constants_note(c, "first call")))
-    return rows
 
 
 def _constants_details(res: BenchResult) -> list[str]:
@@ -459,34 +405,13 @@ def _constants_plot(res: BenchResult) -> Figure | None:
     return fig
 
 
-# --------------------------------------------------------------------------------------------
-# compile
-# --------------------------------------------------------------------------------------------
-
-COMPILE_LABELS = {"warm": "warm trace+compile", "cold": "cold trace+compile (fresh process)",
-                  "run": "compiled call"}
-
-
 def _compile_rows(res: BenchResult) -> list[Row]:
-    rows = []
-    for c in res.cases:
-        note = ""
-        if c.extra.get("jaxpr_eqns"):
-            note = "jaxpr equations: " + ", ".join(
-                f"{k} {v}" for k, v in c.extra["jaxpr_eqns"].items())
-        if c.extra.get("host_device"):
-            note = host_device_note(c)
-        label = COMPILE_LABELS.get(c.params.get("kind", ""), f"phase: {c.name}")
-        timed = c.params.get("kind") != "part"  # a phase of a total: shown, not judged
-        r = single(res.name, c, res.unit, label=label, note=note, judged=timed)
-        r["speed"] = timed
-        rows.append(r)
-    return rows
-
-
-# --------------------------------------------------------------------------------------------
-# e2e
-# --------------------------------------------------------------------------------------------
+    eqns = res.extra.get("equations", {})
+    note = ("program equations: " + ", ".join(f"{k} {v}" for k, v in eqns.items())) if eqns else ""
+    return [single(res.name, c, "ns/call" if c.params["phase"] == "call_ns" else "s",
+                   label=("" if c.params["phase"] == "call_ns" else "fresh process: ") + c.name,
+                   note=note if c.params["phase"] == "call_ns" else "", judged=True)
+            for c in res.cases]
 
 
 def phase_medians(case: Case, variant: str) -> dict[str, float]:
@@ -522,50 +447,43 @@ def _e2e_seconds(profile: Profile) -> float:
     return base
 
 
+def _interval_rows(res: BenchResult) -> list[Row]:
+    """The row of every case with a paired ratio numpyro/stabledist."""
+    return [r for r in (single(res.name, c, res.unit) for c in res.cases) if r["ratio"] is not None]
+
+
 def _e2e_target(res: BenchResult) -> Verdict | None:
-    """No end-to-end row slower, by the rule of the global "slower" target: a row fails when
-    the 95% t-interval of its paired ratio (interleaved repetitions) lies wholly below 0.97.
-    Compile time scatters by up to ±15% run to run, so a bare ratio below 1 is no finding.
-    N/A when no row has two repetitions (no interval)."""
-    found = [(paired_ratio_interval(c.samples["numpyro"], c.samples["stabledist"]), c)
-             for c in res.cases if c.samples.get("numpyro") and c.samples.get("stabledist")]
-    found = [(iv, c) for iv, c in found if iv["ratio"] is not None]
-    if not found:
+    """No end-to-end row slower by its 95% interval (compile times scatter by up to 15%
+    from run to run: a bare ratio below 1 is no finding); N/A without intervals."""
+    rows = _interval_rows(res)
+    if not rows:
         return None
 
-    def text(iv: dict[str, Any], case: Case) -> str:
-        same = case.params.get("same_program")  # None: no fingerprint to compare
-        program = "" if same is None else (" (the same program)" if same
-                                           else " (another program)")
-        spread = (f" [{iv['lo']:.2f}-{iv['hi']:.2f}] {iv['verdict']}" if iv["hi"] is not None
-                  else " (one run: unresolved)")
-        return f"{case.name} {iv['ratio']:.2f}x{spread}{program}"
+    def text(r: Row) -> str:
+        same = res.case(r["case"]).params.get("same_program")  # None: no fingerprint
+        program = "" if same is None else (" (the same program)" if same else " (another program)")
+        verdict = f" {r['verdict']}" if r["ratio_hi"] is not None else ""
+        return f"{r['case']} {fmt_interval(r, ' (one run: unresolved)')}{verdict}{program}"
 
-    resolved = [(iv, c) for iv, c in found if iv["hi"] is not None]
-    slow = [c.name for iv, c in found if iv["verdict"] == "slower"]
-    worst = (min(resolved, key=lambda ivc: ivc[0]["hi"]) if resolved
-             else min(found, key=lambda ivc: ivc[0]["ratio"]))
-    return Verdict(f"worst {text(*worst)}", not slow if resolved else None,
-                   ("slower: " + ", ".join(slow) + "; " if slow else "")
-                   + "; ".join(text(iv, c) for iv, c in found))
+    worst, slow, resolved = worst_of(rows)
+    return Verdict(f"worst {text(worst)}", not slow if resolved else None,
+                   ("slower: " + ", ".join(r["case"] for r in slow) + "; " if slow else "")
+                   + "; ".join(map(text, rows)))
 
 
 E2E_GAIN = 1.3
 
 
 def _e2e_gain_target(res: BenchResult) -> Verdict | None:
-    """Where stabledist should be ahead (a model whose compiled program numpyro makes
-    recompute a lazy value in every call), it is ahead by a margin: the best end-to-end row
-    at least `E2E_GAIN` x numpyro and "faster" by its 95% interval. N/A without intervals."""
-    found = [(paired_ratio_interval(c.samples["numpyro"], c.samples["stabledist"]), c)
-             for c in res.cases if c.samples.get("numpyro") and c.samples.get("stabledist")]
-    found = [(iv, c) for iv, c in found if iv["ratio"] is not None and iv["lo"] is not None]
-    if not found:
+    """The best end-to-end row (where numpyro's program recomputes a lazy value in every
+    call) at least `E2E_GAIN` x numpyro and "faster" by its 95% interval."""
+    rows = [r for r in _interval_rows(res) if r["ratio_lo"] is not None]
+    if not rows:
         return None
-    iv, case = max(found, key=lambda ivc: ivc[0]["ratio"])
-    return Verdict(f"{case.name} {iv['ratio']:.2f}x [{iv['lo']:.2f}-{iv['hi']:.2f}] "
-                   f"{iv['verdict']}", iv["ratio"] >= E2E_GAIN and iv["verdict"] == "faster",
-                   case.params.get("what", ""))
+    r = max(rows, key=lambda r: r["ratio"])
+    return Verdict(f"{r['case']} {fmt_interval(r)} {r['verdict']}",
+                   r["ratio"] >= E2E_GAIN and r["verdict"] == "faster",
+                   res.case(r["case"]).params.get("what", ""))
 
 
 def _e2e_details(res: BenchResult) -> list[str]:
@@ -632,11 +550,6 @@ def _e2e_plot(res: BenchResult) -> Figure | None:
     return fig
 
 
-# --------------------------------------------------------------------------------------------
-# pcache
-# --------------------------------------------------------------------------------------------
-
-
 def _pcache_rows(res: BenchResult) -> list[Row]:
     rows = []
     for c in res.cases:
@@ -699,11 +612,6 @@ def _pcache_details(res: BenchResult) -> list[str]:
     return [*lines, ""]
 
 
-# --------------------------------------------------------------------------------------------
-# memory
-# --------------------------------------------------------------------------------------------
-
-
 def _memory_rows(res: BenchResult) -> list[Row]:
     rows = []
     for c in res.cases:
@@ -737,11 +645,8 @@ def _memory_plot(res: BenchResult) -> Figure:
                 label=f"{LABELS[module]} (RSS at start {base:.0f} MB)")
     ax.axhline(20, color="k", ls="--", lw=1, label="target: less than 20 MB growth")
     ax.set_ylim(min(-1.0, ax.get_ylim()[0]), 25)
-    ax.set_xlabel("create / read / drop cycle")
-    ax.set_ylabel("process RSS growth since the start (MB)")
-    ax.set_title("Process memory over the churn run (fresh process each)", fontsize=9)
-    ax.legend(fontsize=8, loc="upper left")
-    ax.grid(True, alpha=0.3)
+    label_panel(ax, "create / read / drop cycle", "process RSS growth since the start (MB)",
+                "Process memory over the churn run (fresh process each)", loc="upper left")
     trace = runs["stabledist"]["trace"]
     ax2.plot([p["cycle"] for p in trace], [p["cache_instances"] for p in trace],
              color=COLORS["stabledist"], marker="o", ms=2,
@@ -749,28 +654,18 @@ def _memory_plot(res: BenchResult) -> Figure:
     ax2.plot([p["cycle"] for p in trace], [p["cache_values"] for p in trace],
              color="#17becf", ls="--", label="stabledist: cached values")
     ax2.set_ylim(bottom=-0.5, top=max(10, *(p["cache_values"] for p in trace)) * 1.2)
-    ax2.set_xlabel("create / read / drop cycle")
-    ax2.set_ylabel("live cache entries")
-    ax2.set_title("stabledist's cache between cycles (dropped instances leave nothing)",
-                  fontsize=9)
-    ax2.legend(fontsize=8, loc="upper left")
-    ax2.grid(True, alpha=0.3)
+    label_panel(ax2, "create / read / drop cycle", "live cache entries",
+                "stabledist's cache between cycles (dropped instances leave nothing)",
+                loc="upper left")
     return fig
 
 
-# --------------------------------------------------------------------------------------------
-# the registry
-# --------------------------------------------------------------------------------------------
-
 REGISTRY: tuple[Benchmark, ...] = (
     Benchmark(
-        name="lazy",
-        heading="eager lazy-property reads",
+        name="lazy", heading="eager lazy-property reads",
         summary="lazy property read, eager: first read (miss) and repeated read (hit)",
-        run=Deferred("bench_micro", "bench_lazy"),
-        steps=Deferred("bench_micro", "lazy_steps"),
-        seconds=_planned(smoke=3, quick=22, default=37, full=200, accelerator=45),
-        rows=lazy_rows,
+        run=Deferred("bench_micro", "bench_lazy"), steps=Deferred("bench_micro", "lazy_steps"),
+        seconds=_planned(smoke=3, quick=22, default=37, full=200, accelerator=45), rows=lazy_rows,
         targets=(
             Target("first_read", "regression guard: a trivial first read not slower than "
                    f"the published floor ({FLOORS['first_read'].ratio}x numpyro's speed, "
@@ -785,38 +680,30 @@ REGISTRY: tuple[Benchmark, ...] = (
         ),
     ),
     Benchmark(
-        name="flatten",
-        heading="pytree flatten + unflatten",
+        name="flatten", heading="pytree flatten + unflatten",
         summary="jax.tree_util flatten + unflatten of every distribution class",
-        run=Deferred("bench_micro", "bench_flatten"),
-        steps=lambda p: (p.flatten_limit or 100) + 4,
-        seconds=_planned(smoke=1, quick=1, default=3, full=60, accelerator=5),
-        rows=_flatten_rows,
+        run=Deferred("bench_micro", "bench_flatten"), steps=lambda p: p.flatten_limit or 100,
+        seconds=_planned(smoke=1, quick=1, default=3, full=60, accelerator=5), rows=_flatten_rows,
         targets=(Target("flatten", "flatten+unflatten at least 5x faster than numpyro",
                         rank=1, check=_flatten_target),),
-        details=_flatten_details,
         plots=(Plot("bench-flatten.png", "Flatten + unflatten speed-up per class",
                     _flatten_plot),),
     ),
     Benchmark(
-        name="dispatch",
-        heading="jitted call taking a distribution",
+        name="dispatch", heading="jitted call taking a distribution",
         summary="jitted function taking a distribution vs the same function taking arrays",
-        run=Deferred("bench_micro", "bench_dispatch"),
-        steps=lambda p: len(p.dispatch_cases),
-        seconds=_planned(smoke=1, quick=6, default=6, full=20, accelerator=8),
-        rows=_dispatch_rows,
+        run=Deferred("bench_micro", "bench_dispatch"), steps=lambda p: len(p.dispatch_cases),
+        seconds=_planned(smoke=1, quick=6, default=6, full=20, accelerator=8), rows=_dispatch_rows,
         targets=(Target("dispatch", "jitted dispatch with a distribution argument within "
                         "1.3x of raw arrays", rank=2, check=_dispatch_target),),
     ),
     Benchmark(
-        name="closure",
-        heading="jit closing over a global distribution",
+        name="closure", heading="jit closing over a global distribution",
         summary="concrete global distribution read inside a compiled function, per call",
         run=Deferred("bench_compiled", "bench_closure"),
         steps=lambda p: len(p.mvn_dims) + len(p.tn_batches) + len(p.sbvm_batches),
         seconds=_planned(smoke=2, quick=10, default=21, full=500, accelerator=50),
-        rows=_closure_rows,
+        rows=partial(_call_rows, note=_closure_note),
         targets=(Target("precision", "closed-over precision_matrix at dim 1024 at least 10x "
                         "faster per call", rank=4, check=_precision_target),),
         details=_closure_details,
@@ -842,31 +729,27 @@ REGISTRY: tuple[Benchmark, ...] = (
         run=Deferred("bench_constants", "bench_constants"),
         steps=Deferred("bench_constants", "steps"),
         seconds=_planned(smoke=7, quick=18, default=28, full=200, accelerator=50),
-        rows=_constants_rows,
-        details=_constants_details,
+        rows=partial(_call_rows, note=_constants_note), details=_constants_details,
         plots=(Plot("bench-constants.png", "Large closed-over constants: first call and per "
                     "call, closed over, as a jit argument, after an eager evaluation; JAX's "
                     "simplified constants on and off", _constants_plot),),
     ),
     Benchmark(
-        name="compile",
-        heading="trace + compile of a model",
-        summary="trace + compile time of a model that reads lazy properties repeatedly",
+        name="compile", heading="first trace + compile of a model, fresh processes",
+        summary="first trace + compile (fresh processes) and calls of a model that reads lazy "
+        "properties repeatedly",
         run=Deferred("bench_compiled", "bench_compile"),
         steps=Deferred("bench_compiled", "compile_steps"),
-        seconds=_planned(smoke=3, quick=7, default=22, full=150, accelerator=30),
+        seconds=_planned(smoke=25, quick=28, default=45, full=100, accelerator=45),
         rows=_compile_rows,
     ),
     Benchmark(
-        name="e2e",
-        heading="end-to-end NUTS and SVI",
+        name="e2e", heading="end-to-end NUTS and SVI",
         summary="end-to-end NUTS and SVI on real models (GP, hierarchical, regression, "
         "state space, angles) and a jitted Predictive in a forecasting loop (inducing-point "
         "GP), split into trace / lower / compile / run",
-        run=Deferred("bench_e2e", "bench_e2e"),
-        steps=Deferred("bench_e2e", "steps"),
-        seconds=_e2e_seconds,
-        rows=_e2e_rows,
+        run=Deferred("bench_e2e", "bench_e2e"), steps=Deferred("bench_e2e", "steps"),
+        seconds=_e2e_seconds, rows=_e2e_rows,
         targets=(
             Target("e2e", "no end-to-end row slower than numpyro (95% interval of the "
                    "paired ratio wholly below 0.97)", rank=6, check=_e2e_target),
@@ -878,14 +761,11 @@ REGISTRY: tuple[Benchmark, ...] = (
         plots=(Plot("bench-e2e.png", "End-to-end inference per phase", _e2e_plot),),
     ),
     Benchmark(
-        name="pcache",
-        heading="persistent compilation cache, retraces",
+        name="pcache", heading="persistent compilation cache, retraces",
         summary="persistent compilation cache across processes (another PYTHONHASHSEED) "
         "and retraces of a jitted function taking distributions",
-        run=Deferred("bench_pcache", "bench_pcache"),
-        steps=Deferred("bench_pcache", "steps"),
-        seconds=_planned(smoke=2, quick=5, default=18, full=90, accelerator=35),
-        rows=_pcache_rows,
+        run=Deferred("bench_pcache", "bench_pcache"), steps=Deferred("bench_pcache", "steps"),
+        seconds=_planned(smoke=2, quick=5, default=18, full=90, accelerator=35), rows=_pcache_rows,
         targets=(
             Target("pcache", "second process (other PYTHONHASHSEED) hits JAX's persistent "
                    "cache", rank=7,
@@ -897,11 +777,9 @@ REGISTRY: tuple[Benchmark, ...] = (
         details=_pcache_details,
     ),
     Benchmark(
-        name="memory",
-        heading="create / read / drop churn",
+        name="memory", heading="create / read / drop churn",
         summary="cache size and process RSS over create/read/drop cycles (subprocesses)",
-        run=Deferred("bench_memory", "bench_memory"),
-        steps=lambda p: 1,
+        run=Deferred("bench_memory", "bench_memory"), steps=lambda p: 1,
         seconds=_planned(smoke=4, quick=10, default=17, full=150, accelerator=25),
         rows=_memory_rows,
         targets=(Target("rss", "RSS flat over the churn run (under 20 MB growth)", rank=5,
@@ -910,14 +788,12 @@ REGISTRY: tuple[Benchmark, ...] = (
                     _memory_plot),),
     ),
     Benchmark(
-        name="scale",
-        heading="many sites, large pytrees, many instances",
+        name="scale", heading="many sites, large pytrees, many instances",
         summary="costs as the work grows: a jitted log density of a model with N sample sites "
         "(and with a plate), pytrees of N distributions, memory per live instance, "
         "generation-2 collections, the cache's and hoisting's tables",
-        run=Deferred("bench_scale", "bench_scale"),
-        steps=Deferred("bench_scale", "steps"),
-        seconds=_planned(smoke=20, quick=70, default=89, full=1500, accelerator=110),
+        run=Deferred("bench_scale", "bench_scale"), steps=Deferred("bench_scale", "steps"),
+        seconds=_planned(smoke=20, quick=70, default=145, full=1700, accelerator=170),
         rows=scale_rows,
         targets=(
             Target("scale_growth", "at every N stabledist's trace and compile no slower than "
@@ -931,29 +807,27 @@ REGISTRY: tuple[Benchmark, ...] = (
             Target("scale_release", "nothing kept after the instances are dropped", rank=15,
                    check=release_target),
             Target("scale_gc", "no more generation-2 collections than numpyro's in create/drop "
-                   "cycles and 40 round trips at each size, and a full collection over the "
-                   "live instances at most 1.1x numpyro's", rank=16, check=gc_target,
+                   "cycles and 40 round trips at each size", rank=16, check=gc_target,
                    timing=False),
+            Target("scale_heap", "a full collection over the live instances at most 1.1x "
+                   "numpyro's", rank=17, check=heap_target),
             Target("scale_tables", "the cache's and hoisting's tables do not grow without "
-                   "bound (many instances, shapes, classes)", rank=17, check=tables_target,
+                   "bound (many instances, shapes, classes)", rank=18, check=tables_target,
                    timing=False),
         ),
         plots=(Plot("bench-scale.png", "Time against size: a model with N sample sites, a "
                     "pytree of N distributions (log-log)", scale_plot),),
     ),
     Benchmark(
-        name="import",
-        heading="the import",
+        name="import", heading="the import",
         summary="import stabledist against import numpyro.distributions: wall time and peak "
         "RSS in paired fresh processes, and whether the import started a JAX backend",
-        run=Deferred("bench_import", "bench_import"),
-        steps=lambda p: 1,
-        seconds=lambda p: 2.6 * p.import_reps,
-        rows=import_rows,
+        run=Deferred("bench_import", "bench_import"), steps=lambda p: p.import_reps,
+        seconds=lambda p: 2.6 * p.import_reps, rows=import_rows,
         targets=(Target("import", f"import stabledist at most {MAX_RATIO:.2f}x the wall time "
                         f"of import numpyro.distributions and at most +{MAX_EXTRA_MIB:g} MiB "
                         "peak RSS (medians of paired fresh processes), no backend started",
-                        rank=18, check=import_target),),
+                        rank=19, check=import_target),),
     ),
 )
 

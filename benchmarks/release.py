@@ -1,13 +1,9 @@
 """``make release-check`` (``python -m benchmarks.release``): are the published benchmark
 numbers those of the code as it is?
 
-Why a release check and not a test: docs/benchmarks.md states the commit it measured
-(``<!-- measured-commit: <sha> -->``, written by ``python -m benchmarks --publish``). A test
-that failed whenever ``stabledist/`` or ``benchmarks/`` changed after it made every core fix
-pay a 10-minute benchmark run on whatever load the machine had. Now a change passes ``make
-test``; this check says how far the code has moved since the measured commit, and refuses a
-release (exit status 1) while it has moved. Publishing measures the code as committed (it
-refuses uncommitted changes), so it is where fresh numbers come from.
+A check, not a test: a test that failed whenever the code moved after the measured commit
+(``<!-- measured-commit: <sha> -->``) would make every core fix pay a benchmark run. This
+says how far the code has moved since, and refuses a release (exit status 1) while it has.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.environment import ROOT
+from benchmarks.config import ROOT
 
 DOC = ROOT / "docs" / "benchmarks.md"
 CODE = ("stabledist", "benchmarks")
@@ -34,9 +30,7 @@ def measured_commit(text: str) -> str | None:
 
 def neutral_commits(text: str) -> set[str]:
     """Commits the page declares measurement-neutral (``<!-- measurement-neutral: <sha>
-    why -->``): they changed ``benchmarks/`` without changing what the published rows measure
-    (a new benchmark, the report, a refactor), so the published numbers still hold. Never one
-    that changes ``stabledist/``. ``--publish`` removes these lines."""
+    why -->``): they changed ``benchmarks/`` without changing what the published rows measure."""
     return set(re.findall(r"<!-- measurement-neutral: ([0-9a-f]{40})\b", text))
 
 

@@ -1,10 +1,7 @@
 """Run the selected benchmarks in order and write results.json, report.md and plots.
 
-Every benchmark's results are written as soon as it finishes (results.json, report.md and its
-plots, rewritten with each), so a run stopped midway - a device lease ending, ``timeout``,
-Ctrl-C - keeps what it measured. A run with a deadline (``--deadline``, the default on an
-accelerator) skips a benchmark that would end after it, and stops a running one at its next
-step once the deadline has passed, keeping the cases that benchmark had finished.
+Each benchmark's results are written as soon as it finishes, so a run stopped midway (a
+device lease ending, ``timeout``, Ctrl-C, ``--deadline``) keeps what it measured.
 """
 
 from __future__ import annotations
@@ -23,9 +20,9 @@ import jax
 
 from benchmarks import report
 from benchmarks.config import Profile, accelerator_note
-from benchmarks.environment import describe, load_average, python_build_text
 from benchmarks.registry import BENCHMARKS
-from benchmarks.timing import (
+from stabledist.benchmark._environment import describe, load_average, python_build_text
+from stabledist.benchmark._measure import (
     LIVE,
     TRACKER,
     BenchResult,
@@ -34,6 +31,7 @@ from benchmarks.timing import (
     progress,
     run_clock,
 )
+from stabledist.benchmark._rows import write_json
 
 EXIT_OK, EXIT_ERROR, EXIT_SETUP, EXIT_TARGET = 0, 1, 2, 3
 """Exit statuses: a benchmark raised (1), the backend is not the one asked for (2), a
@@ -177,7 +175,7 @@ def _write(out: Path, profile: Profile, command: str, env: dict[str, Any],
     payload["eta_history"] = list(TRACKER.history)
     payload["plots"] = list(plots)
     payload["skipped"] = dict(skipped)
-    report.write_json(out / "results.json", payload)
+    write_json(out / "results.json", payload)
     report.write_markdown(out / "report.md", payload, results, plots)
     return payload
 
@@ -201,7 +199,7 @@ def _finish(payload: dict[str, Any], results: Sequence[BenchResult], plots: Sequ
         print(f"The time-left estimates from the first minute on were within "
               f"{100 * err['worst']:.0f}% of the truth\n(worst at {err['at']:.0f} s: "
               f"~{err['estimate']:.0f} s left, {err['truth']:.0f} s in fact).")
-    report.write_json(out / "results.json", payload)
+    write_json(out / "results.json", payload)
     print(f"details: {out / 'report.md'} (results.json, {len(plots)} plots; "
           f"{payload['seconds']:.0f} s wall, {payload['cpu_seconds']:.0f} s of CPU)")
     return status
@@ -211,24 +209,16 @@ def cpu_seconds() -> float:
     """CPU time of this process and the children it waited for (user + system): on a busy
     machine the wall time says how loaded it was, this what the run itself cost (on an idle
     2-core machine the wall time is about this, less what ran in parallel)."""
-    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF,
-                                                    resource.RUSAGE_CHILDREN))
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _payload(profile: Profile, command: str, env: dict[str, Any],
              results: Sequence[BenchResult]) -> dict[str, Any]:
     rows = report.summary_rows(results)
-    return {
-        "schema": 2,
-        "command": command,
-        "profile": profile.as_dict(),
-        "profile_note": accelerator_note(profile),
-        "environment": env,
-        "load_average_end": load_average(),
-        "seconds": run_clock(),
-        "benchmarks": {r.name: r.as_dict() for r in results},
-        "summary": rows,
-        "targets": report.evaluate_targets(results, rows, profile.judge_timing),
-        "jax_backend_devices": [str(d) for d in jax.devices()],
-    }
+    return {"schema": 2, "command": command, "profile": profile.as_dict(),
+            "profile_note": accelerator_note(profile), "environment": env,
+            "load_average_end": load_average(), "seconds": run_clock(),
+            "benchmarks": {r.name: r.as_dict() for r in results}, "summary": rows,
+            "targets": report.evaluate_targets(results, rows, profile.judge_timing),
+            "jax_backend_devices": [str(d) for d in jax.devices()]}

@@ -141,14 +141,16 @@ def test_import_runs_no_testing_or_catalog_code() -> None:
 
 def test_core_modules_are_private() -> None:
     """Outside ``stabledist._src`` only public faces: the package, its numpyro mirrors
-    (generated at import, no files), ``handlers``, ``testing`` and the pickle shim."""
+    (generated at import, no files), ``handlers``, ``testing``, ``benchmark`` and the pickle
+    shim; the modules of ``testing`` and ``benchmark`` are private (but ``catalog`` and the
+    command line, ``python -m stabledist.benchmark``)."""
+    faces = ("stabledist.testing", "stabledist.benchmark")
     public_files = {n for n in MODULES if not n.startswith(("stabledist._src",
-                                                            "stabledist.testing."))}
-    assert public_files == {"stabledist", "stabledist.handlers", "stabledist.testing",
-                            "stabledist.fork"}
+                                                            *(f"{f}." for f in faces)))}
+    assert public_files == {"stabledist", "stabledist.handlers", "stabledist.fork", *faces}
     for name in MODULES:
-        tail = name.removeprefix("stabledist.testing.")
-        if name.startswith("stabledist.testing.") and tail != "catalog":
+        face, _, tail = name.rpartition(".")
+        if face in faces and tail not in ("catalog", "__main__"):
             assert tail.startswith("_"), f"{name} should be private"
 
 

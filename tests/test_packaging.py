@@ -100,6 +100,30 @@ def test_wheel_runs_a_model_in_a_fresh_venv(dist_dir: Path, tmp_path: Path) -> N
     assert run.stdout.strip().endswith("OK"), run.stdout
     # Without the `testing` extra, the error says how to get hypothesis.
     assert "stabledist[testing]" in run.stdout, run.stdout
+    # The benchmark tool comes with the wheel: a new user's own class, from its file.
+    (tmp_path / "users_class.py").write_text(USERS_CLASS)
+    bench = subprocess.run([str(python), "-m", "stabledist.benchmark", "users_class.py:PRIOR",
+                            "--reps", "2"], capture_output=True, text=True, timeout=600,
+                           cwd=tmp_path)
+    assert bench.returncode == 0, bench.stdout + bench.stderr
+    assert "Smoothed.precision_diagonal" in bench.stdout, bench.stdout
+    assert "computed once by stabledist, in every call by numpyro" in bench.stdout
+
+
+USERS_CLASS = textwrap.dedent(
+    """
+    import jax.numpy as jnp
+    from numpyro.distributions.util import lazy_property
+    import stabledist as dist
+
+    class Smoothed(dist.MultivariateNormal):
+        @lazy_property
+        def precision_diagonal(self):
+            return jnp.diagonal(self.precision_matrix)
+
+    PRIOR = Smoothed(jnp.zeros(8), jnp.eye(8) * 2.0)
+    """
+)
 
 
 def _extras() -> dict[str, list[str]]:

@@ -1,4 +1,4 @@
-"""Interval verdicts: the paired ratio's 95% t-interval (benchmarks/timing.py), the rows
+"""Interval verdicts: the paired ratio's 95% t-interval (stabledist.benchmark), the rows
 that carry it and the targets that judge by it."""
 
 from __future__ import annotations
@@ -13,26 +13,13 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the benchmarks package is not installed
 
 
-def test_t_quantiles_match_the_table_and_tend_to_the_normal() -> None:
-    from benchmarks.timing import T_975, t_975
-
-    assert len(T_975) == 30
-    assert (t_975(1), t_975(2), t_975(4), t_975(9), t_975(30)) == (
-        12.706, 4.303, 2.776, 2.262, 2.042)
-    assert list(T_975) == sorted(T_975, reverse=True)
-    assert abs(t_975(40) - 2.021) < 0.001 and abs(t_975(120) - 1.980) < 0.001
-    assert 1.96 < t_975(10_000) < t_975(31) < t_975(30)
-    with pytest.raises(ValueError):
-        t_975(0)
-
-
 def test_paired_ratio_interval_by_hand() -> None:
     """Ratios e^0, e^0.1, e^0.2: log mean 0.1, sd 0.1, n 3, so the half-width of the log
     interval is 4.303 * 0.1 / sqrt(3)."""
-    from benchmarks.timing import paired_ratio_interval
+    from stabledist.benchmark._measure import paired_ratio_interval
 
     iv = paired_ratio_interval([2.0, 2 * math.exp(0.1), 2 * math.exp(0.2)], [2.0, 2.0, 2.0])
-    half = 4.303 * 0.1 / math.sqrt(3)
+    half = 4.302653 * 0.1 / math.sqrt(3)  # t(0.975, df 2)
     assert iv["n"] == 3 and iv["verdict"] == "same"
     assert iv["ratio"] == pytest.approx(math.exp(0.1))
     assert iv["lo"] == pytest.approx(math.exp(0.1 - half))
@@ -40,7 +27,7 @@ def test_paired_ratio_interval_by_hand() -> None:
 
 
 def test_paired_ratio_interval_verdicts() -> None:
-    from benchmarks.timing import paired_ratio_interval
+    from stabledist.benchmark._measure import paired_ratio_interval
 
     same = paired_ratio_interval([5.0] * 4, [5.0] * 4)  # identical: zero-width interval at 1
     assert (same["ratio"], same["lo"], same["hi"], same["verdict"]) == (1.0, 1.0, 1.0, "same")
@@ -64,8 +51,8 @@ def test_paired_ratio_interval_verdicts() -> None:
 
 
 def test_rows_carry_interval_verdict_and_whether_judged() -> None:
-    from benchmarks.rows import aggregate, first_call_row, single
-    from benchmarks.timing import Case
+    from stabledist.benchmark._measure import Case
+    from stabledist.benchmark._rows import aggregate, first_call_row, single
 
     case = Case("c", {}, {"numpyro": [1.0, 1.1, 0.9, 1.0], "stabledist": [1.3, 1.4, 1.2, 1.3]})
     row = single("dispatch", case, "ns/call")
@@ -88,7 +75,7 @@ def test_slower_target_judges_only_judged_rows_by_their_interval() -> None:
 
     def row(bench: str, ratio: float, lo: float | None, hi: float | None, verdict: str,
             judged: bool = True) -> dict:
-        from benchmarks.rows import make_row
+        from stabledist.benchmark._rows import make_row
 
         return make_row(bench, f"{bench} case", "s", ratio=ratio, ratio_lo=lo, ratio_hi=hi,
                         verdict=verdict, judged=judged)
@@ -113,7 +100,7 @@ def test_slower_target_judges_only_judged_rows_by_their_interval() -> None:
 
 def test_e2e_target_uses_the_interval_rule() -> None:
     from benchmarks.registry import BENCHMARKS
-    from benchmarks.timing import BenchResult, Case
+    from stabledist.benchmark._measure import BenchResult, Case
 
     check = next(t.check for t in BENCHMARKS["e2e"].targets if t.key == "e2e")
     res = BenchResult("e2e", "t", "s", {"numpyro": "", "stabledist": ""}, "")
@@ -131,25 +118,3 @@ def test_e2e_target_uses_the_interval_rule() -> None:
     res.cases = [Case("m SVI", {}, {"numpyro": [1.0], "stabledist": [2.0]})]
     verdict = check(res)
     assert verdict is not None and verdict.passed is None  # one repetition: no interval
-
-
-def test_versus_compares_stabledist_before_and_after_per_row() -> None:
-    """``python -m benchmarks.versus``: a row twice as fast after (numpyro unchanged) reads
-    2x, raw and over numpyro's; a row whose numpyro time doubled with stabledist's (the
-    machine, not the change) reads 2x raw and 1x over numpyro's; a row missing from a run
-    is left out."""
-    from benchmarks.versus import compare
-
-    def run(fast: float, slow: float, load: float) -> dict[tuple[str, str], dict[str, object]]:
-        return {("lazy", "miss"): {"stabledist": fast, "numpyro": 100.0, "unit": "ns"},
-                ("flatten", "rt"): {"stabledist": slow, "numpyro": 50.0 * load, "unit": "ns"},
-                ("dispatch", "x"): {"stabledist": 1.0, "numpyro": 1.0, "unit": "ns"}}
-
-    before = [run(200.0 * k, 20.0 * k, 1.0) for k in (1.0, 1.1, 0.9)]
-    after = [run(100.0 * k, 10.0 * k, 0.5) for k in (1.0, 1.1, 0.9)]
-    del after[1][("dispatch", "x")]
-    lines = compare({"before": before, "after": after})
-    assert len(lines) == 3  # the header, lazy, flatten
-    miss, flat = lines[1].split(), lines[2].split()
-    assert miss[:3] == ["lazy", "/", "miss"] and miss[5] == miss[7] == "2.000x"
-    assert flat[:3] == ["flatten", "/", "rt"] and (flat[5], flat[7]) == ("2.000x", "1.000x")

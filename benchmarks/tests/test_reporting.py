@@ -1,11 +1,7 @@
 """The benchmark's own machinery: the registry (every benchmark one complete record, named
 nowhere else), the verdict table, the plots, the page, the runner, the constants benchmark and
-the eager guards (interval verdicts: test_intervals.py; the release check: test_release.py).
-
-These tests run in ``make test-bench`` (CI's benchmark step), not in ``make test``: a change to
-``stabledist/`` passes ``make test`` without a benchmark run, and whether the published numbers
-still describe the code is a release check (``make release-check``), not a test. Runtime:
-seconds (the smoke run is in test_smoke.py).
+the eager guards. In ``make test-bench``, not ``make test``; seconds (the smoke run is in
+test_smoke.py).
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ sys.path.insert(0, str(ROOT))  # the benchmarks package is not installed
 DOC = ROOT / "docs" / "benchmarks.md"
 
 if TYPE_CHECKING:
-    from benchmarks.timing import BenchResult
+    from stabledist.benchmark._measure import BenchResult
 
 
 # --------------------------------------------------------------------------------------------
@@ -83,7 +79,7 @@ def test_every_registered_benchmark_is_complete() -> None:
 def _row(bench: str, case: str, unit: str, sd: float | None, np_: float | None,
          nc: float | None = None, speed: bool = True, verdict: str | None = None) -> dict:
     """A summary row; ``verdict`` given: a judged row with that verdict."""
-    from benchmarks.rows import make_row
+    from stabledist.benchmark._rows import make_row
 
     return make_row(bench, case, unit, stabledist=sd, numpyro=np_, nocache=nc,
                     ratio=np_ / sd if sd and np_ else None, speed=speed, verdict=verdict,
@@ -91,7 +87,8 @@ def _row(bench: str, case: str, unit: str, sd: float | None, np_: float | None,
 
 
 def test_verdict_table_has_one_unit_per_column_and_whole_target_lines() -> None:
-    from benchmarks.report import WIDTH, compact_lines, row_groups, verdict_lines
+    from benchmarks.report import WIDTH, compact_lines, verdict_lines
+    from stabledist.benchmark._rows import row_groups
 
     rows = [_row("lazy", "miss: first read (85 cases)", "ns/read", 63_800, 50_300, 48_000),
             _row("lazy", "hit: repeated read (85 cases)", "ns/read", 98, 28, speed=False),
@@ -149,7 +146,7 @@ def test_smoke_profile_judges_no_timing_target() -> None:
 
 
 def _flatten_result(classes: int) -> BenchResult:
-    from benchmarks.timing import BenchResult, Case
+    from stabledist.benchmark._measure import BenchResult, Case
 
     res = BenchResult("flatten", "t", "ns/round trip", {"numpyro": "", "stabledist": ""}, "")
     for i in range(classes):
@@ -160,7 +157,7 @@ def _flatten_result(classes: int) -> BenchResult:
 
 
 def _e2e_result(models: int) -> BenchResult:
-    from benchmarks.timing import BenchResult, Case
+    from stabledist.benchmark._measure import BenchResult, Case
 
     res = BenchResult("e2e", "t", "s", {"numpyro": "", "stabledist": ""}, "")
     phases = {key: [0.3] for key in ("trace", "lower", "compile", "run", "xla_compiles")}
@@ -235,22 +232,9 @@ def test_gpu_runs_the_accelerator_profile_with_a_deadline_and_says_so() -> None:
         parse_args(["--deadline", "-1"])
 
 
-def test_the_environment_records_the_python_build() -> None:
-    from benchmarks.environment import python_build, python_build_text
-
-    build = python_build()
-    assert build["version"] == ".".join(map(str, sys.version_info[:3]))
-    for key in ("config_args", "dtrace", "shared", "compiler", "executable"):
-        assert key in build, key
-    assert isinstance(build["dtrace"], bool) and isinstance(build["shared"], bool)
-    text = python_build_text(build)
-    assert text.startswith(f"Python {build['version']} (") and "dtrace" in text
-    assert ("shared libpython" in text) == build["shared"]
-
-
 def _fake_record(name: str, run: object, seconds: float = 1.0) -> object:
     from benchmarks.registry import Benchmark
-    from benchmarks.rows import single
+    from stabledist.benchmark._rows import single
 
     return Benchmark(name=name, summary=f"{name} summary", heading=name, run=run,
                      steps=lambda p: 1, seconds=lambda p: seconds,
@@ -258,7 +242,7 @@ def _fake_record(name: str, run: object, seconds: float = 1.0) -> object:
 
 
 def _fake_result(name: str, cases: int) -> BenchResult:
-    from benchmarks.timing import BenchResult, Case
+    from stabledist.benchmark._measure import BenchResult, Case
 
     res = BenchResult(name, "t", "s", {"numpyro": "", "stabledist": ""}, "")
     for i in range(cases):
@@ -275,7 +259,7 @@ def test_each_benchmark_is_written_when_it_ends_and_a_stopped_run_keeps_its_case
     from benchmarks import runner
     from benchmarks.config import PROFILES
     from benchmarks.registry import BENCHMARKS
-    from benchmarks.timing import Stopped
+    from stabledist.benchmark._measure import Stopped
 
     def second(profile: object) -> None:
         written = json.loads((tmp_path / "results.json").read_text())
@@ -303,7 +287,7 @@ def test_a_deadline_skips_a_benchmark_planned_to_end_after_it(
     from benchmarks import runner
     from benchmarks.config import PROFILES
     from benchmarks.registry import BENCHMARKS
-    from benchmarks.timing import TRACKER, run_clock
+    from stabledist.benchmark._measure import TRACKER, run_clock
 
     monkeypatch.setitem(BENCHMARKS, "fake_a", _fake_record(
         "fake_a", lambda p: _fake_result("fake_a", 1), seconds=1.0))
@@ -322,7 +306,7 @@ def test_host_device_table_looks_each_cell_up_by_its_variant() -> None:
     """Cases record their variants in the order they ran, which rotates: a column must not
     take its values from another variant."""
     from benchmarks.report import host_device_table
-    from benchmarks.timing import Case
+    from stabledist.benchmark._measure import Case
 
     def split(ns: float) -> dict:
         return {"host_ns": ns, "device_ns": ns / 10}
@@ -341,7 +325,7 @@ def test_host_device_table_looks_each_cell_up_by_its_variant() -> None:
 
 
 def _constants_result(problems: int) -> BenchResult:
-    from benchmarks.timing import BenchResult, Case
+    from stabledist.benchmark._measure import BenchResult, Case
 
     res = BenchResult("constants", "t", "ns/call", {}, "")
     ops = {"transcendental": 13, "linear algebra": 0, "parameters": 12}
@@ -422,7 +406,7 @@ ENTRY %main (Arg_0: f32[4], x: f32[4]) -> f32[4] {
 def _lazy_result(ratio: float) -> BenchResult:
     """A lazy result whose every case runs at numpyro/stabledist ``ratio``, with a little
     scatter over four repetitions."""
-    from benchmarks.timing import BenchResult, Case
+    from stabledist.benchmark._measure import BenchResult, Case
 
     res = BenchResult("lazy", "t", "ns/read", {"numpyro": "", "stabledist": ""}, "")
     base = [100.0, 102.0, 98.0, 101.0]
@@ -458,7 +442,7 @@ def test_eager_rows_are_guards_failing_only_below_the_published_floor() -> None:
 def test_eta_error_is_the_worst_estimate_after_the_first_minute() -> None:
     """The run says how good its time-left estimates were: lines before 60 s and those
     with under 30 s left do not count."""
-    from benchmarks.timing import eta_error
+    from stabledist.benchmark._measure import eta_error
 
     history = [(10.0, 500.0), (60.0, 130.0), (100.0, 100.0), (150.0, 40.0), (190.0, 50.0)]
     err = eta_error(history, end=200.0)

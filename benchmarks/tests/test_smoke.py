@@ -210,7 +210,7 @@ def test_exit_status_is_0_unless_strict_and_a_target_failed() -> None:
 
 
 def test_progress_tracker_counts_steps_and_estimates() -> None:
-    from benchmarks.timing import Tracker
+    from stabledist.benchmark._measure import Tracker
 
     t = Tracker(heartbeat=1e9)
     t.set_plan({"a": (2, 10.0), "b": (3, 30.0)})

@@ -1,7 +1,8 @@
-"""The run's environment: set before jax is imported, described after.
+"""The run's environment: chosen before JAX's backends start, described with the results.
 
-:func:`configure` must run before the first ``import jax`` of the process (JAX reads
-``JAX_PLATFORMS`` and XLA reads ``XLA_FLAGS`` once, at backend initialization).
+`configure` picks the platform and host device count (JAX reads them once, when its first
+backend starts); `describe` records versions, backend, hardware and the options that change
+what a benchmark measures, so that a result says where it was measured.
 """
 
 from __future__ import annotations
@@ -21,56 +22,52 @@ PLATFORMS = {"auto": None, "cpu": "cpu", "gpu": "cuda,cpu", "tpu": "tpu,cpu"}
 """``--device`` -> ``JAX_PLATFORMS`` (None: leave JAX's own choice). The CPU backend stays
 available next to an accelerator, as some host-side code asks for it."""
 
-ROOT = Path(__file__).resolve().parent.parent
 
-
-def configure(device: str, host_devices: int) -> None:
-    """Set ``JAX_PLATFORMS`` and the host device count in ``XLA_FLAGS`` (before jax import)."""
-    if "jax" in sys.modules:
-        raise RuntimeError("benchmarks.environment.configure must run before jax is imported")
+def configure(device: str, host_devices: int | None = None) -> None:
+    """Choose JAX's platforms and the host (CPU) device count before JAX's backends start
+    (at the first array or device query): ``JAX_PLATFORMS`` and ``XLA_FLAGS`` for child
+    processes, JAX's options for this one. The caller checks `jax.default_backend`."""
     platforms = PLATFORMS[device]
     if platforms is not None:
         os.environ["JAX_PLATFORMS"] = platforms
-    flags = re.sub(r"--xla_force_host_platform_device_count=\S+", "",
-                   os.environ.get("XLA_FLAGS", "")).split()
-    flags.append(f"--xla_force_host_platform_device_count={host_devices}")
-    os.environ["XLA_FLAGS"] = " ".join(flags)
+    if host_devices is not None:
+        flags = re.sub(r"--xla_force_host_platform_device_count=\S+", "",
+                       os.environ.get("XLA_FLAGS", "")).split()
+        flags.append(f"--xla_force_host_platform_device_count={host_devices}")
+        os.environ["XLA_FLAGS"] = " ".join(flags)
+    if "jax" in sys.modules:
+        import jax
+
+        if platforms is not None:
+            jax.config.update("jax_platforms", platforms)
+        if host_devices is not None and "jax_num_cpu_devices" in jax.config.values:
+            jax.config.update("jax_num_cpu_devices", host_devices)
 
 
-def subprocess_env() -> dict[str, str]:
-    """This process's environment, with the repository root importable (for
-    ``python -m benchmarks.<module>`` children started from any directory).
-
-    On a GPU this process already holds JAX's preallocated 75% of the device memory, and two
-    children may run at once (the memory churn): a child that preallocated 75% as well could
-    not start. Children allocate on demand (``XLA_PYTHON_CLIENT_PREALLOCATE=false``) unless
-    the caller chose otherwise; the variable means nothing to the CPU backend."""
+def subprocess_env(*importable: Path | str) -> dict[str, str]:
+    """This process's environment for a child process, with the folders ``importable`` first
+    on its ``PYTHONPATH``. Children allocate device memory on demand unless the caller chose
+    otherwise: on a GPU this process already holds JAX's preallocated 75% of it."""
     env = dict(os.environ)
     path = env.get("PYTHONPATH", "")
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + path if path else "")
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, importable), *([path] if path else [])])
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     return env
 
 
 def python_build() -> dict[str, Any]:
-    """How this Python was built. A cache hit is a Python call, and its cost depends on the
-    build more than on the machine: Debian's and Ubuntu's system Pythons are built
-    ``--with-dtrace``, whose probes make every Python-level call dearer (a hit cost 324 ns on
-    the H200 machine's Ubuntu Python, 105 ns on this project's pyenv build)."""
+    """How this Python was built: a cache hit is a Python call, whose cost depends on the
+    build more than on the machine (``--with-dtrace``, as Debian's and Ubuntu's system
+    Pythons are built, makes every Python-level call dearer)."""
     args = sysconfig.get_config_var("CONFIG_ARGS") or ""
     dtrace = sysconfig.get_config_var("WITH_DTRACE")
-    return {
-        "version": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "build": " ".join(platform.python_build()),
-        "compiler": platform.python_compiler(),
-        "executable": sys.executable,
-        "config_args": args,
-        "dtrace": bool(dtrace) if dtrace is not None else "--with-dtrace" in args,
-        "shared": bool(sysconfig.get_config_var("Py_ENABLE_SHARED")),
-        "optimizations": "--enable-optimizations" in args,
-        "lto": "--with-lto" in args,
-    }
+    return {"version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "build": " ".join(platform.python_build()), "compiler": platform.python_compiler(),
+            "executable": sys.executable, "config_args": args,
+            "dtrace": bool(dtrace) if dtrace is not None else "--with-dtrace" in args,
+            "shared": bool(sysconfig.get_config_var("Py_ENABLE_SHARED")),
+            "optimizations": "--enable-optimizations" in args, "lto": "--with-lto" in args}
 
 
 def python_build_text(build: dict[str, Any] | None) -> str:
@@ -91,13 +88,13 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def _git_commit() -> str | None:
-    """HEAD of the repository (read-only; no index refresh)."""
+def git_commit(where: Path | str | None = None) -> str | None:
+    """HEAD of the git repository holding ``where`` (default: the working directory, where a
+    user runs their model from; read-only, no index refresh); None outside one."""
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-            timeout=10, check=False, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-        )
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where or os.getcwd(),
+                             capture_output=True, text=True, timeout=10, check=False,
+                             env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
@@ -134,8 +131,7 @@ def device_details(device: Any) -> dict[str, Any]:
         platform_version = None
     return {"kind": device.device_kind, "platform": device.platform,
             "memory_bytes": stats.get("bytes_limit"),
-            "memory_in_use_bytes": stats.get("bytes_in_use"),
-            "platform_version": platform_version}
+            "memory_in_use_bytes": stats.get("bytes_in_use"), "platform_version": platform_version}
 
 
 ENV_RECORDED = ("JAX_PLATFORMS", "XLA_FLAGS", "PYTHONHASHSEED", "OMP_NUM_THREADS",
@@ -152,11 +148,6 @@ CONFIG_RECORDED = ("jax_use_simplified_jaxpr_constants", "jax_enable_x64",
 def _config(jax: Any, name: str) -> Any:
     """The option's value (``jax.config.read`` refuses options that have a context manager)."""
     return getattr(jax.config, "values", {}).get(name)
-
-
-def git_commit() -> str | None:
-    """HEAD of the repository (read-only; no index refresh)."""
-    return _git_commit()
 
 
 def describe() -> dict[str, Any]:
@@ -193,6 +184,6 @@ def describe() -> dict[str, Any]:
         "load_average_start": load_average(),
         "env": {k: os.environ.get(k) for k in ENV_RECORDED},
         "jax_config": {name: _config(jax, name) for name in CONFIG_RECORDED},
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "argv": sys.argv,
     }

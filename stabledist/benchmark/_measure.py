@@ -1,10 +1,8 @@
 """Measurement primitives: interleaved repetitions, calibrated loops, robust summaries.
 
-Why this shape: the machine is shared and noisy, so variants are never measured in separate
-blocks. Each repetition runs every variant once, in an order rotated by one position per
-repetition; a ratio is taken *per repetition* (variant A and B measured seconds apart) and
-only then summarized, which cancels most slow drifts of machine load. A single case's verdict
-on a ratio is a 95% t-interval of those paired ratios' logs (:func:`paired_ratio_interval`).
+Why this shape: the machine is shared and noisy, so each repetition runs every variant once,
+in an order rotated per repetition, and a ratio is taken per repetition before it is
+summarized (a 95% t-interval of the paired ratios' logs: :func:`paired_ratio_interval`).
 """
 
 from __future__ import annotations
@@ -26,26 +24,23 @@ Timed = Callable[[int], int]
 
 
 class Stopped(BaseException):
-    """The run stops now: its deadline passed (raised by `Tracker.step`, so at a step
-    boundary) or a signal asked it to (``timeout`` sends SIGTERM). A BaseException, so that
-    no benchmark's ``except Exception`` swallows it; the runner catches it, keeps what the
-    benchmark measured so far and writes the results."""
+    """The run stops now: its deadline passed (at a `Tracker.step`) or a signal asked it to.
+    A BaseException, so that no benchmark's ``except Exception`` swallows it."""
 
     def __init__(self, reason: str, signum: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.signum = signum
 
+
 _T0 = time.perf_counter()
 
 
 class Tracker:
-    """Overall progress: "step k of n" and an estimate of the time left, on stderr.
-
-    Each benchmark declares its steps (:meth:`begin`) and starts each one (:meth:`step`); the
-    estimate scales the planned seconds of the remaining steps by how fast the finished ones
-    went. A daemon thread repeats the current line at least every ``heartbeat`` seconds, so
-    a long step (a cold compile, a NUTS run) is never silent."""
+    """Overall progress: "step k of n" and an estimate of the time left, on stderr: the
+    planned seconds of the remaining steps scaled by how fast the finished ones went. A
+    daemon thread repeats the line every ``heartbeat`` seconds, so a long step is never
+    silent."""
 
     def __init__(self, heartbeat: float = 10.0) -> None:
         self.plan: dict[str, tuple[int, float]] = {}  # bench -> (steps, planned seconds)
@@ -54,7 +49,6 @@ class Tracker:
         self.label = ""
         self.weight = 1  # of the running step
         self.step_t0 = _T0
-        self.bench_t0 = _T0
         self.finished_planned = 0.0  # planned seconds of finished steps
         self.finished_actual = 0.0  # their actual seconds
         self.heartbeat = heartbeat
@@ -64,7 +58,6 @@ class Tracker:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    # ---- plan
     def set_plan(self, plan: Mapping[str, tuple[int, float]]) -> None:
         self.plan = dict(plan)
         self.done = dict.fromkeys(self.plan, 0)
@@ -74,7 +67,6 @@ class Tracker:
         with self._lock:
             self._close_step()
             self.bench, self.label = bench, ""
-            self.bench_t0 = time.perf_counter()
             if steps is not None:
                 self.resize(bench, steps)
 
@@ -84,10 +76,8 @@ class Tracker:
         self.done.setdefault(bench, 0)
 
     def step(self, label: str, weight: int = 1) -> None:
-        """Begin the next step of the current benchmark and print the progress line; past
-        the deadline, raise `Stopped` instead (the step is not begun). ``weight``: how many
-        of the benchmark's planned steps it counts for (a step known to be long: the
-        benchmark's ``steps`` counts it so)."""
+        """Begin the next step of the current benchmark (``weight``: as many planned steps as
+        it counts for) and print the progress line; past the deadline, raise `Stopped`."""
         if self.deadline is not None and time.perf_counter() > self.deadline:
             raise Stopped(f"deadline passed before step: {label}")
         with self._lock:
@@ -113,15 +103,13 @@ class Tracker:
             self.finished_actual += time.perf_counter() - self.step_t0
             self.label = ""
 
-    # ---- numbers
     def counts(self) -> tuple[int, int]:
         k = sum(min(self.done.get(b, 0), n) for b, (n, _) in self.plan.items())
         return k, sum(n for n, _ in self.plan.values())
 
     def eta(self) -> float:
-        """Seconds left: planned seconds of the steps not finished, times the observed
-        speed (actual/planned of the finished steps, and of the running one once it has run
-        past its planned share; clamped to 0.3-5)."""
+        """Seconds left: planned seconds of the steps not finished, times the observed speed
+        (of the finished steps, and of the running one past its planned share; 0.3-5)."""
         left = 0.0
         for b, (n, secs) in self.plan.items():
             left += secs * max(n - self.done.get(b, 0), 0) / max(n, 1)
@@ -133,9 +121,7 @@ class Tracker:
             share = secs * self.weight / max(n, 1)
             if running > share:  # already slower than planned: it says so before it ends
                 actual, planned = actual + running, planned + share
-        speed = 1.0
-        if planned > 5:
-            speed = min(5.0, max(0.3, actual / planned))
+        speed = _speed(actual, planned)
         if self.label:  # the running step: what is left of its planned share, or, once it
             # has run past it, a quarter of what it has run so far (it is not done yet)
             left += max(share - running / speed, running / 4 / speed)
@@ -143,14 +129,11 @@ class Tracker:
 
     def remaining(self, bench: str) -> float:
         """Seconds ``bench`` is planned to take, scaled by how fast the finished steps went."""
-        speed = 1.0
-        if self.finished_planned > 5:
-            speed = min(5.0, max(0.3, self.finished_actual / self.finished_planned))
-        return self.plan.get(bench, (1, 0.0))[1] * speed
+        return self.plan.get(bench, (1, 0.0))[1] * _speed(self.finished_actual,
+                                                           self.finished_planned)
 
     def line(self, message: str) -> str:
-        """The progress line: steps done of all, the estimate of the time left (recorded
-        in `history`, so that the run can say how good its estimates were)."""
+        """The progress line: steps done of all, the time left (recorded in `history`)."""
         k, n = self.counts()
         if not n:
             return message
@@ -162,11 +145,9 @@ class Tracker:
     def _print(self, message: str) -> None:
         progress(self.line(message))
 
-    # ---- heartbeat
     def start_heartbeat(self) -> None:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._beat, daemon=True,
-                                            name="bench-heartbeat")
+            self._thread = threading.Thread(target=self._beat, daemon=True, name="bench-heartbeat")
             self._thread.start()
 
     def _beat(self) -> None:
@@ -178,16 +159,20 @@ class Tracker:
                 self._print(f"{what} (still running, {running:.0f} s)")
 
 
+def _speed(actual: float, planned: float) -> float:
+    """Actual over planned seconds, clamped to 0.3-5 (1 until 5 planned seconds ran)."""
+    return min(5.0, max(0.3, actual / planned)) if planned > 5 else 1.0
+
+
 TRACKER = Tracker()
 """The run's progress tracker (the runner sets its plan; benchmarks call ``step``)."""
 
 
 def eta_error(history: Sequence[tuple[float, float]], end: float, after: float = 60.0,
               floor: float = 30.0) -> dict[str, Any] | None:
-    """How far the progress lines' estimates of the time left were from the truth (``end``
-    minus their time): the worst relative error of the lines printed from ``after`` seconds
-    on while at least ``floor`` seconds were left (closer to the end a few seconds are a
-    large fraction). None when no line qualifies."""
+    """The worst relative error of the progress lines' time-left estimates (the truth:
+    ``end`` minus their time), of the lines from ``after`` seconds on while at least
+    ``floor`` seconds were left; None when no line qualifies."""
     found = [(abs(eta - (end - t)) / (end - t), t, eta) for t, eta in history
              if t >= after and end - t >= floor]
     if not found:
@@ -209,8 +194,7 @@ def progress(message: str) -> None:
 
 
 def step(message: str, weight: int = 1) -> None:
-    """Start the next step of the running benchmark: a "k of n, ETA" progress line;
-    ``weight``: as many planned steps as it counts for (`Tracker.step`)."""
+    """`Tracker.step` of the run's tracker."""
     TRACKER.step(message, weight)
 
 
@@ -233,10 +217,57 @@ def stmt_timer(stmt: str, namespace: Mapping[str, Any]) -> Timed:
     return timer.timeit  # type: ignore[return-value]
 
 
+def staged(jitted: Any, *args: Any, compile: bool = True) -> tuple[dict[str, float], Any, Any]:
+    """Seconds to trace, lower and compile ``jitted(*args)`` (a ``jax.jit`` function; only
+    the trace unless ``compile``), with ``total``; the traced and the compiled program."""
+    t0 = time.perf_counter()
+    traced = jitted.trace(*args)
+    t1 = time.perf_counter()
+    if not compile:
+        return {"trace": t1 - t0, "total": t1 - t0}, traced, None
+    lowered = traced.lower()
+    t2 = time.perf_counter()
+    compiled = lowered.compile()
+    t3 = time.perf_counter()
+    return ({"trace": t1 - t0, "lower": t2 - t1, "compile": t3 - t2, "total": t3 - t0},
+            traced, compiled)
+
+
+def count_equations(jaxpr: Any) -> int:
+    """Equations of a jaxpr, those of its sub-jaxprs (scan, cond, custom_jvp bodies, ...)
+    included: what a program computes, whatever JAX nests it in."""
+    n = 0
+    for eqn in jaxpr.eqns:
+        n += 1
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, list | tuple) else (value,):
+                inner = getattr(sub, "jaxpr", None)
+                if inner is not None and hasattr(inner, "eqns"):
+                    n += count_equations(inner)
+                elif hasattr(sub, "eqns"):
+                    n += count_equations(sub)
+    return n
+
+
+def call_timer(call: Callable[[], Any]) -> Timed:
+    """``number`` calls of ``call()`` in ns, the last result blocked on (so the device work
+    of asynchronous dispatches is counted)."""
+    def run(number: int) -> int:
+        import jax
+
+        start = time.perf_counter_ns()
+        out = None
+        for _ in range(number):
+            out = call()
+        jax.block_until_ready(out)
+        return time.perf_counter_ns() - start
+
+    return run
+
+
 def calibrate(fn: Timed, target_ns: float, max_number: int = 10_000_000) -> int:
     """Warm ``fn`` up and return the loop count that makes one call last about
-    ``target_ns`` (at least 1). Each trial is the fastest of three, so one preemption or GC
-    pause during calibration cannot shrink the loop count to a noisy single call."""
+    ``target_ns`` (each trial the fastest of three: a preemption cannot shrink it)."""
     fn(1)  # warm-up: compilation, caches, first-touch allocations
     number = 1
     while True:
@@ -248,16 +279,23 @@ def calibrate(fn: Timed, target_ns: float, max_number: int = 10_000_000) -> int:
     return max(1, min(max_number, round(target_ns / per_call)))
 
 
+def rounds(names: Sequence[str], reps: int) -> Iterator[tuple[int, str]]:
+    """``(repetition, name)``: ``reps`` rounds of every name, the order rotated by one per
+    round (the i-th of each name ran in the same round: a pair)."""
+    names = list(names)
+    for rep in range(reps):
+        k = rep % len(names)
+        for name in names[k:] + names[:k]:
+            yield rep, name
+
+
 def interleave(
     fns: Mapping[str, Timed], loops: Mapping[str, int], reps: int
 ) -> dict[str, list[float]]:
     """Per-call ns of each variant for ``reps`` repetitions, variants in rotating order."""
-    names = list(fns)
-    out: dict[str, list[float]] = {name: [] for name in names}
-    for rep in range(reps):
-        k = rep % len(names)
-        for name in names[k:] + names[:k]:
-            out[name].append(fns[name](loops[name]) / loops[name])
+    out: dict[str, list[float]] = {name: [] for name in fns}
+    for _, name in rounds(list(fns), reps):
+        out[name].append(fns[name](loops[name]) / loops[name])
     return out
 
 
@@ -278,14 +316,8 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
         q1, _, q3 = statistics.quantiles(vals, n=4, method="inclusive")
     else:
         q1 = q3 = vals[0]
-    return {
-        "n": len(vals),
-        "median": statistics.median(vals),
-        "q1": q1,
-        "q3": q3,
-        "min": vals[0],
-        "max": vals[-1],
-    }
+    return {"n": len(vals), "median": statistics.median(vals), "q1": q1, "q3": q3, "min": vals[0],
+            "max": vals[-1]}
 
 
 def geomean(values: Sequence[float | None]) -> float:
@@ -293,21 +325,6 @@ def geomean(values: Sequence[float | None]) -> float:
     vals = [v for v in values if v and v > 0 and math.isfinite(v)]
     return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else float("nan")
 
-
-# --------------------------------------------------------------------------------------------
-# interval verdicts on paired ratios
-# --------------------------------------------------------------------------------------------
-
-T_975: tuple[float, ...] = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,  # df 1-10
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,  # df 11-20
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,  # df 21-30
-)
-"""Student's t 0.975 quantiles for df = 1..30 (two-sided 95%), to three decimals: no scipy
-in the suite."""
-
-Z_975 = 1.959964
-"""The normal 0.975 quantile: the limit of `T_975` as df grows."""
 
 SAME_LOW, SAME_HIGH = 0.97, 1.03
 """A paired ratio's 95% interval wholly below `SAME_LOW`: stabledist slower; wholly above
@@ -317,15 +334,13 @@ VERDICTS = ("faster", "same", "slower", "unresolved")
 
 
 def t_975(df: int) -> float:
-    """The two-sided 95% t quantile: the table up to df 30, above it the normal quantile
-    with the first two terms of its Cornish-Fisher expansion (2.021 at df 40, within 0.001
-    of the exact value; tends to 1.96)."""
+    """The two-sided 95% quantile of Student's t with ``df`` degrees of freedom (scipy's
+    special functions import in milliseconds, ``scipy.stats`` in most of a second)."""
     if df < 1:
         raise ValueError(f"a t quantile needs df >= 1, not {df}")
-    if df <= len(T_975):
-        return T_975[df - 1]
-    z = Z_975
-    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, 0.975))
 
 
 def paired_ratio_interval(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
@@ -346,8 +361,7 @@ def paired_ratio_interval(a: Sequence[float], b: Sequence[float]) -> dict[str, A
         return {"ratio": None, "lo": None, "hi": None, "n": 0, "verdict": "unresolved"}
     mean = statistics.fmean(logs)
     if n < 2:
-        return {"ratio": math.exp(mean), "lo": None, "hi": None, "n": n,
-                "verdict": "unresolved"}
+        return {"ratio": math.exp(mean), "lo": None, "hi": None, "n": n, "verdict": "unresolved"}
     half = t_975(n - 1) * statistics.stdev(logs) / math.sqrt(n)
     lo, hi = math.exp(mean - half), math.exp(mean + half)
     verdict = "slower" if hi < SAME_LOW else "faster" if lo > SAME_HIGH else "same"
@@ -384,9 +398,8 @@ class Case:
 
 @dataclass
 class BenchResult:
-    """Everything one benchmark produced, JSON-ready through :meth:`as_dict`. The latest one
-    created per name is kept in `LIVE`, so that a run stopped midway keeps the cases a
-    benchmark had finished."""
+    """Everything one benchmark produced, JSON-ready through :meth:`as_dict`; the latest one
+    per name is in `LIVE` (a run stopped midway keeps the cases it finished)."""
 
     name: str
     title: str
@@ -404,38 +417,33 @@ class BenchResult:
     def case(self, name: str) -> Case | None:
         return next((c for c in self.cases if c.name == name), None)
 
+    def of_kind(self, *kinds: str) -> list[Case]:
+        """The cases whose ``params["kind"]`` is one of ``kinds``."""
+        return [c for c in self.cases if c.params.get("kind") in kinds]
+
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         for case, raw in zip(self.cases, out["cases"]):
             raw["summary"] = {v: summarize(s) for v, s in case.samples.items()}
-            raw["ratios"] = {
-                f"{a}/{b}": summarize(case.ratio(a, b))
-                for a, b in RATIO_PAIRS
-                if a in case.samples and b in case.samples
-            }
+            raw["ratios"] = {f"{a}/{b}": summarize(case.ratio(a, b)) for a,
+                             b in RATIO_PAIRS if a in case.samples and b in case.samples}
         return out
 
 
 LIVE: dict[str, BenchResult] = {}
 """The latest `BenchResult` created per benchmark name (the one being filled)."""
 
-RATIO_PAIRS: tuple[tuple[str, str], ...] = (
-    ("numpyro", "stabledist"),
-    ("nocache", "stabledist"),
-    ("numpyro_preread", "stabledist"),
-    ("stabledist", "plain"),
-    ("numpyro", "plain"),
-    ("stabledist", "raw"),
-    ("numpyro", "raw"),
-)
+RATIO_PAIRS: tuple[tuple[str, str], ...] = (("numpyro", "stabledist"), ("nocache", "stabledist"),
+                                            ("numpyro_preread", "stabledist"), ("stabledist",
+                                                                                "plain"),
+                                            ("numpyro", "plain"), ("stabledist", "raw"), ("numpyro",
+                                                                                          "raw"))
 """Ratios stored per case: ``numpyro/stabledist`` > 1 means stabledist is faster."""
 
 
 def host_device_split(call: Callable[[], Any], number: int) -> dict[str, float]:
     """Median ns over ``number`` calls of the host part (until ``call()`` returns: Python,
-    dispatch, launching the device work) and of the device part (from then until
-    ``block_until_ready`` returns: the device finishing, synchronised). On CPU the device is
-    the host's own thread pool; on a GPU this is where the kernels run."""
+    dispatch) and of the device part (from then until ``block_until_ready`` returns)."""
     import jax
 
     host, device = [], []

@@ -1,25 +1,26 @@
-"""Building blocks of summary rows and of their text, shared by the benchmarks' own report
-code (:mod:`benchmarks.registry`) and the generic report (:mod:`benchmarks.report`).
+"""Rows: what a measured case becomes in a report, and how rows read as a table (no jax).
 
-A separate module so that the registry can use them and the report can walk the registry
-without importing each other. No jax here.
+The user's tool (`stabledist.benchmark`) and the project's suite (``benchmarks/``) both
+report through these, so a row reads the same wherever it was measured.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from benchmarks.timing import Case, geomean, paired_ratio_interval
+from stabledist.benchmark._measure import Case, geomean, paired_ratio_interval
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """What a target found in one run (here, beside the rows, so that the benchmarks' own
-    report modules and the registry share it without importing each other)."""
+    """What a target found in one run."""
 
     value: str
     passed: bool | None  # None: not measured in this profile ("N/A")
@@ -29,25 +30,16 @@ class Verdict:
 Row = dict[str, Any]
 """One summary row (a line of the summary table, an entry of ``summary`` in results.json)."""
 
-SLOWER_BOUND = 1 / 1.05
-"""numpyro/stabledist below this: stabledist >5% slower. No longer a row verdict (rows are
-judged by the interval of their paired ratio, `benchmarks.timing.paired_ratio_interval`);
-kept for the lazy benchmark's note and the "In short" wording of the published page."""
-
 UNJUDGED = frozenset({"lazy"})
 """Benchmarks whose single-case rows the global "no row slower" target does not judge: they
-have targets of their own (issue 27 withdrew per-row verdicts for them)."""
+have targets of their own."""
 
-LABELS = {
-    "numpyro": "numpyro",
-    "stabledist": "stabledist",
-    "nocache": "no cache (parameters as jit arguments)",
-    "numpyro_preread": "numpyro, lazy values read before jit",
-    "stabledist_closure": "stabledist closure (simplified constants off)",
-    "stabledist_eager": "stabledist, one eager evaluation before jit",
-    "plain": "plain attribute read",
-    "raw": "raw arrays",
-}
+LABELS = {"numpyro": "numpyro", "stabledist": "stabledist",
+          "nocache": "no cache (parameters as jit arguments)",
+          "numpyro_preread": "numpyro, lazy values read before jit",
+          "stabledist_closure": "stabledist closure (simplified constants off)",
+          "stabledist_eager": "stabledist, one eager evaluation before jit",
+          "plain": "plain attribute read", "raw": "raw arrays"}
 """Variant names in words, for legends and tables."""
 
 
@@ -55,9 +47,8 @@ def make_row(bench: str, case: str, unit: str, **kw: Any) -> Row:
     """A row with every field; ``verdict`` None and ``judged`` False unless given (a row
     without a paired interval, e.g. an aggregate or a count, is judged by no row rule)."""
     out = {"benchmark": bench, "case": case, "unit": unit, "numpyro": None, "stabledist": None,
-           "nocache": None, "ratio": None, "ratio_lo": None, "ratio_hi": None,
-           "spread": "", "nocache_ratio": None, "speed": True, "note": "",
-           "verdict": None, "judged": False}
+           "nocache": None, "ratio": None, "ratio_lo": None, "ratio_hi": None, "spread": "",
+           "nocache_ratio": None, "speed": True, "note": "", "verdict": None, "judged": False}
     out.update(kw)
     return out
 
@@ -71,8 +62,7 @@ def interval_fields(numpyro: Sequence[float], stabledist: Sequence[float]) -> di
                 "verdict": "unresolved"}
     iv = paired_ratio_interval(numpyro, stabledist)
     n = iv["n"]
-    spread = (f"95% CI (t, {n} reps)" if n >= 2
-              else "one run: unresolved" if n == 1 else "no run")
+    spread = (f"95% CI (t, {n} reps)" if n >= 2 else "one run: unresolved" if n == 1 else "no run")
     return {"ratio": iv["ratio"], "ratio_lo": iv["lo"], "ratio_hi": iv["hi"],
             "spread": spread, "verdict": iv["verdict"]}
 
@@ -86,14 +76,13 @@ def single(bench: str, case: Case, unit: str, label: str | None = None,
     """One case: medians per variant; the paired ratio numpyro/stabledist with its 95%
     interval and verdict. ``judged`` (default: unless the benchmark is in `UNJUDGED`):
     whether the global "no row slower" target counts it."""
-    return make_row(
-        bench, label or case.name, case.params.get("unit", unit),
-        numpyro=case.median("numpyro"), stabledist=case.median("stabledist"),
-        nocache=case.median("nocache"),
-        nocache_ratio=case.ratio_median("nocache", "stabledist"), note=note,
-        judged=_judged(bench, judged),
-        **interval_fields(case.samples.get("numpyro", []), case.samples.get("stabledist", [])),
-    )
+    return make_row(bench, label or case.name, case.params.get("unit", unit),
+                    numpyro=case.median("numpyro"), stabledist=case.median("stabledist"),
+                    nocache=case.median("nocache"), nocache_ratio=case.ratio_median("nocache",
+                                                                                    "stabledist"),
+                    note=note, judged=_judged(bench, judged),
+                    **interval_fields(case.samples.get("numpyro", []),
+                                      case.samples.get("stabledist", [])))
 
 
 def _runs(value: float | Sequence[float] | None) -> list[float]:
@@ -143,6 +132,22 @@ def aggregate(bench: str, cases: Sequence[Case], label: str, unit: str,
     )
 
 
+def fmt_interval(r: Row, unresolved: str = " (unresolved)") -> str:
+    """A row's ratio with its 95% interval, ``1.23x [1.10-1.37]``."""
+    lo, hi = r.get("ratio_lo"), r.get("ratio_hi")
+    return (f"{r['ratio']:.2f}x [{lo:.2f}-{hi:.2f}]" if lo is not None and hi is not None
+            else f"{r['ratio']:.2f}x{unresolved}")
+
+
+def worst_of(rows: Sequence[Row]) -> tuple[Row, list[Row], bool]:
+    """The row whose 95% interval reaches least high (none has one: the lowest ratio), the
+    rows judged slower, and whether any row has an interval."""
+    resolved = [r for r in rows if r.get("ratio_hi") is not None]
+    worst = (min(resolved, key=lambda r: r["ratio_hi"]) if resolved
+             else min(rows, key=lambda r: r["ratio"]))
+    return worst, [r for r in rows if r.get("verdict") == "slower"], bool(resolved)
+
+
 def host_device_note(case: Case) -> str:
     """Host (until the call returns) and device (until synchronised) medians per call."""
     hd = case.extra.get("host_device", {})
@@ -169,3 +174,125 @@ def fmt_value(value: float | None, unit: str) -> str:
     if unit == "us/cycle":
         return f"{value:.0f} us"
     return f"{value:.3g} {unit}"
+
+
+WIDTH = 100
+"""Terminal lines at most this wide (longer text wraps; nothing is cut)."""
+
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+_SCALES = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+_VARIANTS = ("stabledist", "numpyro", "nocache")
+_HEADS = {"nocache": "no-cache"}
+
+
+def _is_nan(value: float | None) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _number(value: float | None) -> str:
+    """Three significant digits, never an exponent (a thousands separator instead)."""
+    if _is_nan(value):
+        return "-"
+    assert value is not None
+    value = float(f"{value:.3g}")
+    if value == 0:
+        return "0"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.{2 - math.floor(math.log10(abs(value)))}f}"
+
+
+def fmt_x(ratio: float | None) -> str:
+    """A ratio: two decimals below 10x (1.01x vs 0.99x matters), three digits above."""
+    if _is_nan(ratio):
+        return "-"
+    assert ratio is not None
+    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.3g}x"
+
+
+def column_scale(rows: Sequence[Row]) -> tuple[str, float]:
+    """The group's display unit and the factor from its rows' unit to it: rows of one
+    benchmark and one unit share it, so a column never mixes units. Times: the largest of
+    s/ms/µs/ns in which the smallest value is at least 0.5."""
+    unit = rows[0]["unit"]
+    base, _, per = unit.partition("/")
+    seconds = _TIME_UNITS.get(base.strip())
+    if seconds is None:
+        return unit, 1.0
+    values = [abs(r[v]) * seconds for r in rows for v in _VARIANTS if not _is_nan(r[v])]
+    values = [v for v in values if v > 0]
+    low = min(values, default=1.0)
+    name, scale = next(((n, f) for n, f in _SCALES if low / f >= 0.5), _SCALES[-1])
+    return (f"{name} per {per.strip()}" if per else name), seconds / scale
+
+
+def _cell(value: float | None, unit: str, factor: float) -> str:
+    if _is_nan(value):
+        return "-"
+    assert value is not None
+    if unit == "MB":
+        return f"{value:+.1f}"
+    if unit == "traces":
+        return f"{value:.0f}"
+    return _number(value * factor)
+
+
+def row_groups(rows: Sequence[Row]) -> list[tuple[str, str, list[Row]]]:
+    """``(benchmark, unit, rows)`` per benchmark and unit, in order of first appearance."""
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r["benchmark"], r["unit"]), []).append(r)
+    return [(b, u, g) for (b, u), g in groups.items()]
+
+
+def wrap(text: str, width: int, indent: str) -> list[str]:
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_on_hyphens=False,
+                         break_long_words=True) or [""]
+
+
+MARKS = {"faster": "faster", "slower": "slower", "unresolved": "?"}
+"""A judged row's trailing mark in the verdict table by its verdict ("same": none)."""
+MARK_WIDTH = 1 + max(map(len, MARKS.values()))
+
+
+def mark(r: Row) -> str:
+    """`MARKS` of a judged row's verdict, with its leading space; "" otherwise."""
+    verdict = r.get("verdict") or "unresolved"
+    return f" {MARKS[verdict]}" if r.get("judged") and verdict in MARKS else ""
+
+
+def group_table(rows: Sequence[Row], heading: Callable[[str, Sequence[Row]], str],
+                variants: Sequence[str] = _VARIANTS, num: int = 10) -> list[str]:
+    """Rows grouped per benchmark and unit under a heading line (``heading(benchmark, rows)``)
+    naming the unit of the group's time columns; ratio = numpyro / stabledist, then the mark."""
+    groups = row_groups(rows)
+    cases = [len(r["case"]) + 2 for _, _, g in groups for r in g]
+    cols = len(variants) + 1
+    case_w = min(max([28, *cases]), WIDTH - cols * num - MARK_WIDTH)
+    head = [_HEADS.get(v, v) for v in variants] + ["ratio"]
+    lines = [f"{'case':<{case_w}}" + "".join(f"{h:>{num}}" for h in head),
+             "-" * (case_w + cols * num)]
+    for bench, unit, group in groups:
+        label, factor = column_scale(group) if unit else ("", 1.0)
+        what = heading(bench, group)
+        if what.startswith("ERROR"):
+            label = ""
+        lines.append((f"{bench}: {what}" if what else bench) + (f"  [{label}]" if label else ""))
+        for r in group:
+            cells = [_cell(r[v], unit, factor) for v in variants] + [fmt_x(r["ratio"])]
+            name = wrap(r["case"], case_w - 2, "    ")
+            lines += [f"  {n}" for n in name[:-1]]
+            lines.append(f"  {name[-1]:<{case_w - 2}}" + "".join(f"{c:>{num}}" for c in cells)
+                         + mark(r))
+    return lines
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    def default(obj: Any) -> Any:
+        if hasattr(obj, "tolist"):
+            return obj.tolist()
+        if isinstance(obj, float | int):
+            return obj
+        return str(obj)
+
+    path.write_text(json.dumps(payload, indent=1, default=default, allow_nan=True))

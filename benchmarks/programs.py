@@ -1,0 +1,60 @@
+"""The project's programs that `stabledist.benchmark.model` runs in fresh processes, written
+once against ``stabledist as dist`` as a user writes theirs (numpyro's processes see
+``numpyro.distributions`` under that name).
+
+* `reads_lazy`: global priors (a ``MultivariateNormal`` and a two-sided ``TruncatedNormal``)
+  whose ``precision_matrix`` and normalizer the model reads ``reads`` times: the first trace
+  and compile of a model that reads lazy values, and its compiled calls.
+* `sites`: ``n`` sample sites of ``Normal``, two-sided ``TruncatedNormal`` and
+  ``MultivariateNormal``, half of them observed: a many-site model's first trace and compile
+  in a fresh process, what a user's first ``jit`` of a big model pays.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+
+import stabledist as dist
+
+
+@functools.cache
+def _priors(dim: int) -> tuple[Any, Any]:
+    """The global priors, built once and eagerly (even when first asked inside a trace)."""
+    a = np.random.default_rng(3).standard_normal((dim, dim)).astype(np.float32)
+    with jax.ensure_compile_time_eval():
+        return (dist.MultivariateNormal(jnp.zeros(dim), covariance_matrix=a @ a.T / dim
+                                        + np.eye(dim, dtype=np.float32)),
+                dist.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0))
+
+
+def reads_lazy(y: Any, reads: int) -> None:
+    mvn, tn = _priors(y.shape[1])
+    z = numpyro.sample("z", mvn)
+    for k in range(reads):
+        r = y[k] - z
+        numpyro.factor(f"q{k}", -0.5 * r @ (mvn.precision_matrix @ r))
+        numpyro.sample(f"t{k}", tn, obs=0.1 * jnp.tanh(y[k, 0] - z[0]))
+
+
+def reads_lazy_data(dim: int, reads: int) -> np.ndarray:
+    """`reads_lazy`'s observations (arguments pickle to the processes as NumPy arrays)."""
+    return np.random.default_rng(4).standard_normal((reads, dim)).astype(np.float32)
+
+
+def sites(n: int) -> None:
+    cov = np.array([[1.0, 0.3], [0.3, 1.0]], np.float32)
+    for i in range(n):
+        obs = 0.5 if i % 2 else None
+        if i % 3 == 0:
+            numpyro.sample(f"s{i}", dist.Normal(0.0, 1.0), obs=obs)
+        elif i % 3 == 1:
+            numpyro.sample(f"s{i}", dist.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0), obs=obs)
+        else:
+            numpyro.sample(f"s{i}", dist.MultivariateNormal(np.zeros(2, np.float32), cov),
+                           obs=None if obs is None else np.full(2, obs, np.float32))

@@ -1,0 +1,243 @@
+"""One fresh process of a program benchmark, run as a script (``python _child.py LIBRARY
+JOB OUT``): the user's program (named by the pickled job) with one library, timed. With
+numpyro, ``import stabledist`` gives numpyro's modules, so the file written once runs as
+numpyro would run it; nothing of stabledist is imported (the standard library, jax and numpyro
+only at module level). The JSON result: import, trace, lower, compile and call times, the
+program's equations, and each lazy value read under the trace with the equations it added.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import json
+import pickle
+import sys
+import time
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_START = time.perf_counter()
+
+
+def _numpyro_as_stabledist() -> None:
+    """``import stabledist`` gives a module that is numpyro's: its distributions, its
+    handlers, its submodules; what stabledist adds to numpyro reads as numpyro would have it
+    (`make_stable` returns its class, ``cached_lazy_property`` is numpyro's
+    ``lazy_property``), so that a file written for stabledist runs unchanged."""
+    import numpyro.distributions as nd
+    import numpyro.handlers
+    from numpyro.distributions.util import lazy_property
+
+    def identity(cls: Any) -> Any:
+        return cls
+
+    shim = types.ModuleType("stabledist", "numpyro.distributions, as stabledist's program "
+                            "sees it in the numpyro process of a benchmark")
+    shim.__path__ = []  # a package: ``import stabledist.handlers`` finds sys.modules' entry
+    shim.__getattr__ = lambda name: getattr(nd, name)
+    vars(shim).update(handlers=numpyro.handlers, make_stable=identity, stabilize=identity,
+                      stable_class=identity, cached_lazy_property=lazy_property,
+                      is_stable=lambda cls: False)
+    sys.modules["stabledist"] = shim
+    sys.modules["stabledist.handlers"] = numpyro.handlers
+    for name, value in vars(nd).items():
+        if isinstance(value, types.ModuleType) and value.__name__.startswith(nd.__name__):
+            sys.modules[f"stabledist.{name}"] = value
+
+
+def load(spec: str) -> Any:
+    """The object ``path/to/file.py:name`` or ``package.module:name`` names (a dotted
+    ``name`` walks attributes); the file is imported as a module named after it, its folder
+    first on ``sys.path`` (as ``python file.py`` would have it)."""
+    where, colon, name = spec.rpartition(":")
+    if not colon or not where or not name:
+        raise ValueError(f"{spec!r}: expected path/to/file.py:name or module:name")
+    if where.endswith(".py"):
+        path = Path(where).resolve()
+        if not path.is_file():
+            raise FileNotFoundError(f"{where}: no such file")
+        sys.path.insert(0, str(path.parent))
+        module_spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert module_spec is not None and module_spec.loader is not None
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[path.stem] = module
+        module_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    obj: Any = module
+    for part in name.split("."):
+        if not hasattr(obj, part):
+            raise AttributeError(f"{where} has no {name!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+class _Reads:
+    """The lazy values read under a trace, with the equations each read put in the program
+    (0: it entered as a constant)."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, str], list[int]] = {}
+        self.busy = False
+
+    def record(self, instance: Any, name: str, compute: Callable[[Any], Any], value: Any,
+               only_traced: bool = False) -> None:
+        """A read that gave ``value``: one that holds a tracer was computed in the program
+        (its equations are counted by tracing ``compute`` alone); one that does not entered
+        it as a constant (recorded unless ``only_traced``: numpyro's reads outside a trace)."""
+        import jax
+        from jax.core import Tracer
+
+        if self.busy:
+            return
+        equations = 0
+        traced = any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(value))
+        if not traced and only_traced:
+            return
+        if traced:
+            self.busy = True
+            try:
+                jaxpr = jax.make_jaxpr(compute)(instance).jaxpr
+                equations = _measure_module().count_equations(jaxpr)
+            except Exception:  # a value that cannot be re-derived on its own: unknown
+                equations = -1
+            finally:
+                self.busy = False
+        self.found.setdefault((type(instance).__qualname__, name), []).append(equations)
+
+    def as_list(self) -> list[list[Any]]:
+        return [[owner, name, sum(e for e in eqns if e >= 0) if min(eqns) >= 0 else None,
+                 len(eqns)] for (owner, name), eqns in sorted(self.found.items())]
+
+
+def _watch_numpyro(reads: _Reads) -> None:
+    from numpyro.distributions.util import lazy_property
+
+    original = lazy_property.__get__
+
+    def get(self: Any, instance: Any, owner: Any = None) -> Any:
+        value = original(self, instance, owner)
+        if instance is not None:
+            reads.record(instance, self.wrapped.__name__, self.wrapped, value, only_traced=True)
+        return value
+
+    lazy_property.__get__ = get  # type: ignore[method-assign]
+
+
+def _watch_stabledist(reads: _Reads) -> None:
+    from stabledist._src.lazy import reads as lazy_reads
+
+    original = lazy_reads.first_read_in_trace
+
+    def first_read(instance: Any, name: str, compute: Any, values: Any) -> Any:
+        value = original(instance, name, compute, values)
+        reads.record(instance, name, compute, value)
+        return value
+
+    lazy_reads.first_read_in_trace = first_read
+
+
+@functools.cache
+def _measure_module() -> Any:
+    """`stabledist.benchmark._measure` loaded from its file, without the package: the
+    numpyro process must not import stabledist, and the loops are the ones the suite uses."""
+    path = Path(__file__).with_name("_measure.py")
+    spec = importlib.util.spec_from_file_location("_stabledist_benchmark_measure", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _time_program(fn: Callable[..., Any], args: tuple, reps: int, rep_ms: float,
+                  reads: _Reads) -> dict[str, Any]:
+    """Trace, lower, compile and call ``jax.jit(fn)(*args)``; the reads seen while tracing."""
+    import jax
+
+    measure = _measure_module()
+    reads.found.clear()
+    seconds, traced, compiled = measure.staged(jax.jit(fn), *args)
+    calls = measure.call_timer(lambda: compiled(*args))
+    loops = measure.calibrate(calls, rep_ms * 1e6, 100_000)
+    return {"trace_s": seconds["trace"], "lower_s": seconds["lower"],
+            "compile_s": seconds["compile"],
+            "call_ns": [calls(loops) / loops for _ in range(reps)],
+            "equations": measure.count_equations(traced.jaxpr.jaxpr), "reads": reads.as_list()}
+
+
+def _log_density(model: Callable[..., Any], args: tuple, kwargs: dict, eager_init: bool
+                 ) -> tuple[Callable[[Any], Any], Any]:
+    """The model's log density as a function of its latent values, and a point: the values
+    a seeded run of the model drew, inside ``jit`` (as MCMC's initialisation under parallel
+    chains or a jitted init does: numpyro then caches nothing) or, with ``eager_init``, eagerly
+    (as single-chain MCMC's initialisation does: numpyro caches the lazy values of objects
+    that outlive the run, a global prior's, before the first compiled call)."""
+    import jax
+    from numpyro import handlers
+    from numpyro.infer.util import log_density
+
+    def draw(key: Any) -> dict[str, Any]:
+        trace = handlers.trace(handlers.seed(model, key)).get_trace(*args, **kwargs)
+        return {name: site["value"] for name, site in trace.items()
+                if site["type"] == "sample" and not site["is_observed"]}
+
+    key = jax.random.PRNGKey(0)
+    params = draw(key) if eager_init else jax.jit(draw)(key)
+
+    def density(p: Any) -> Any:
+        return log_density(model, args, kwargs, p)[0]
+
+    return density, params
+
+
+def run(library: str, job: dict[str, Any]) -> dict[str, Any]:
+    reads = _Reads()
+    if library == "numpyro":
+        _numpyro_as_stabledist()
+        _watch_numpyro(reads)
+    else:
+        _watch_stabledist(reads)
+    target = load(job["spec"])
+    leaked = sorted(m for m in sys.modules if m.startswith("stabledist._src"))
+    if library == "numpyro" and leaked:
+        raise ImportError(f"{job['spec']} imports stabledist's own modules ({leaked[0]}, ...), "
+                          "which numpyro's process cannot replace with numpyro's: import "
+                          "stabledist (or its distribution modules) only")
+    out: dict[str, Any] = {"import_s": time.perf_counter() - _START}
+    args, kwargs = job["args"], job["kwargs"]
+    reps, rep_ms = job["reps"], job["rep_ms"]
+    if job["kind"] == "function":
+        out["program"] = _time_program(lambda *a: target(*a, **kwargs), args, reps, rep_ms,
+                                       reads)
+        return out
+    density, params = _log_density(target, args, kwargs, job.get("eager_init", False))
+    out["program"] = _time_program(density, (params,), reps, rep_ms, reads)
+    if job.get("predictive"):
+        import jax
+        from numpyro.infer import Predictive
+
+        predictive = Predictive(target, num_samples=job["predictive"])
+        out["predictive"] = _time_program(lambda key: predictive(key, *args, **kwargs),
+                                          (jax.random.PRNGKey(1),), reps, rep_ms, reads)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    library, job_file, out_file = argv
+    del sys.path[0]  # this file's folder: its modules are not top-level modules
+    with open(job_file, "rb") as f:
+        job = pickle.load(f)
+    for folder in job.get("path", []):
+        sys.path.insert(0, folder)
+    result = run(library, job)
+    Path(out_file).write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
