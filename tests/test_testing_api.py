@@ -525,8 +525,10 @@ def test_spec_builds_the_same_distribution_upstream() -> None:
 
 def test_failure_prints_distribution_and_plan() -> None:
     # no explain phase: it re-runs the shrunk example ~100 times (8 of 15 s) to annotate
-    # lines, which this test does not read
-    @settings(max_examples=100, database=None, derandomize=True,
+    # lines, which this test does not read; 300 examples: where the search reaches a plan with
+    # log_prob depends on what the process imported before (100 missed it after the
+    # benchmarks package), and the first failure ends the search
+    @settings(max_examples=300, database=None, derandomize=True,
               phases=[p for p in Phase if p is not Phase.explain])
     @given(st.data())
     def property_on_broken_class(data: st.DataObject) -> None:
