@@ -142,7 +142,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"--publish: the commit changed during the run ({measured} -> {now}); "
                   "nothing published", file=sys.stderr)
             return 2
-
         doc = publish(payload, Path(ns.out), payload.get("plots", []))
         print(f"published the results into {doc} and docs/img/ (commit "
               f"{payload['environment'].get('git_commit')}); commit them with "

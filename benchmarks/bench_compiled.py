@@ -164,10 +164,9 @@ def _first_calls(makers: dict[str, Maker], case: tuple, profile: Profile,
                  rotation: Iterator[int], repeated: tuple[str, ...]
                  ) -> tuple[dict[str, list[float]], dict[str, dict[str, float]],
                             dict[str, Prepared], dict[str, np.ndarray]]:
-    """Repeated first calls of new closures (new distributions, new jitted functions) in
-    rotated order; later repetitions run only the ``repeated`` variants, until
-    `FIRST_BUDGET_S`. The times, and of the first repetition each variant's phases, its
-    `Prepared` (later calls are timed on it) and its output."""
+    """Repeated first calls of new closures (new distributions and jitted functions) in
+    rotated order, after the first only of the ``repeated`` variants, until `FIRST_BUDGET_S`:
+    the times, and of the first each variant's phases, `Prepared` (timed later) and output."""
     order = list(makers)
     first: dict[str, list[float]] = {v: [] for v in order}
     phases: dict[str, dict[str, float]] = {}
@@ -245,15 +244,10 @@ def bench_closure(profile: Profile) -> BenchResult:
     return result
 
 
-def compile_steps(profile: Profile) -> int:
-    return 2 * profile.compile_processes
-
-
 def bench_compile(profile: Profile) -> BenchResult:
-    """The first trace, lower and compile, and the compiled calls, of the jitted log density
-    of `benchmarks.programs.reads_lazy` (global priors whose ``precision_matrix`` and
-    normalizer it reads ``compile_reads`` times) in fresh processes, numpyro's and
-    stabledist's alternating: the tool users run on their own models."""
+    """The first trace, lower and compile, and the calls, of the jitted log density of
+    `benchmarks.programs.reads_lazy` (reading ``compile_reads`` times the priors' lazy values)
+    in fresh processes, run by the tool users run on their own models."""
     from stabledist import benchmark
 
     dim, reads, processes = profile.compile_dim, profile.compile_reads, profile.compile_processes

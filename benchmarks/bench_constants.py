@@ -92,7 +92,7 @@ def program_ops(text: str) -> dict[str, int]:
 def _makers(mode: Mode) -> dict[str, Any]:
     from benchmarks.bench_compiled import argument_variant, closure_variant
 
-    make = {"closure": lambda m: closure_variant(m), "argument": argument_variant,
+    make = {"closure": closure_variant, "argument": argument_variant,
             "eager": lambda m: closure_variant(m, before="eager")}
     return {variant: make[kind](module) for variant, kind, module in mode.variants}
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import operator
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -23,10 +21,8 @@ from stabledist.benchmark._measure import (
     TRACKER,
     BenchResult,
     Case,
-    Timed,
     host_device_split,
     measure,
-    no_gc,
     step,
     stmt_timer,
 )
@@ -102,20 +98,6 @@ def lazy_steps(profile: Profile) -> int:
     return discovery_weight(profile) + 2 + (profile.lazy_limit or 85)
 
 
-def _recompute_timer(template: Any, recompute: Callable[[Any], Any]) -> Timed:
-    """The no-cache first read: ``recompute`` (the lazy property's own function) applied to
-    ``number`` fresh copies, as `_first_read_timer` times the read itself."""
-
-    def run(number: int) -> int:
-        copies = [_fresh(template) for _ in range(number)]
-        with no_gc():
-            t0 = time.perf_counter_ns()
-            jax.block_until_ready(list(map(recompute, copies)))
-            return time.perf_counter_ns() - t0
-
-    return run
-
-
 LAZY_VARIANTS = {
     "numpyro": "numpyro.distributions instance (lazy_property: value stored in __dict__)",
     "stabledist": "stabledist instance (value in the external weak-key cache)",
@@ -154,7 +136,7 @@ def _first_read_case(profile: Profile) -> Case:
     tn, ts = _Trivial(0.0, 1.0), _StableTrivial(0.0, 1.0)
     timers = {"numpyro": _first_read_timer(tn, "trivial"),
               "stabledist": _first_read_timer(ts, "trivial"),
-              "nocache": _recompute_timer(ts, _Trivial.trivial.wrapped)}
+              "nocache": _first_read_timer(ts, "trivial", _Trivial.trivial.wrapped)}
     with quiet():
         samples, loops = measure(timers, profile.reps, profile.rep_ms, 20_000)
     return Case("first read, trivial value", {"kind": "first", "class": "Normal subclass",
@@ -181,17 +163,16 @@ def bench_lazy(profile: Profile) -> BenchResult:
         with quiet():
             tn, ts = pair.build(nd), pair.build(sd)
             hn, hs = pair.build(nd), pair.build(sd)
-        read = operator.attrgetter(pair.prop)
         recompute = recompute_fn(type(ts), pair.prop)
         miss = {"numpyro": _first_read_timer(tn, pair.prop),
                 "stabledist": _first_read_timer(ts, pair.prop),
-                "nocache": _recompute_timer(ts, recompute)}
+                "nocache": _first_read_timer(ts, pair.prop, recompute)}
         with quiet():  # at most 20,000 fresh copies per repetition
             samples, loops = measure(miss, profile.reps, profile.rep_ms, 20_000)
         params = {"class": pair.cls, "property": pair.prop, "example": pair.builder_id}
         result.cases.append(Case(f"miss {pair.cls}.{pair.prop}", {**params, "kind": "miss"},
                                  samples, loops))
-        jax.block_until_ready((read(hn), read(hs)))  # the values the hit rows read
+        jax.block_until_ready((getattr(hn, pair.prop), getattr(hs, pair.prop)))  # read: hits
         hit = {"numpyro": stmt_timer(f"d.{pair.prop}", {"d": hn}),
                "stabledist": stmt_timer(f"d.{pair.prop}", {"d": hs}),
                "nocache": stmt_timer("block(w(d))", {"block": jax.block_until_ready,

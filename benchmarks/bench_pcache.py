@@ -179,19 +179,19 @@ def bench_pcache(profile: Profile) -> BenchResult:
     result.extra["runs"] = runs
     if not profile.pcache_reps:
         return result
-    second = {v: [p[1]["first_call_s"] for p in pairs] for v, pairs in runs.items()}
-    compile_2 = {v: [p[1]["phases"]["compile"] for p in pairs] for v, pairs in runs.items()}
-    hits = {v: [p[1]["phases"]["cache_hits"] for p in pairs] for v, pairs in runs.items()}
-    misses = {v: [p[1]["phases"]["cache_misses"] for p in pairs] for v, pairs in runs.items()}
+    def of(process: int, key: str, phase: bool = False) -> dict[str, list[float]]:
+        return {v: [(p[process]["phases"] if phase else p[process])[key] for p in pairs]
+                for v, pairs in runs.items()}
+
     order_changed = {v: any(p[0]["leaf_order"] != p[1]["leaf_order"] for p in pairs)
                      for v, pairs in runs.items()}
-    first = {v: [p[0]["first_call_s"] for p in pairs] for v, pairs in runs.items()}
     result.cases.append(Case("first call, second process (cache warm)",
-                             {"kind": "second", "unit": "s"}, second, {},
-                             extra={"cache_hits": hits, "cache_misses": misses,
+                             {"kind": "second", "unit": "s"}, of(1, "first_call_s"), {},
+                             extra={"cache_hits": of(1, "cache_hits", phase=True),
+                                    "cache_misses": of(1, "cache_misses", phase=True),
                                     "leaf_order_changed": order_changed}))
-    result.cases.append(Case("XLA compile time, second process", {"kind": "compile2",
-                                                                    "unit": "s"}, compile_2))
+    result.cases.append(Case("XLA compile time, second process", {"kind": "compile2", "unit": "s"},
+                             of(1, "compile", phase=True)))
     result.cases.append(Case("first call, first process (cache empty)",
-                             {"kind": "first", "unit": "s"}, first))
+                             {"kind": "first", "unit": "s"}, of(0, "first_call_s")))
     return result

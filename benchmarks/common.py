@@ -58,10 +58,9 @@ PROGRAMS = Path(__file__).with_name("programs.py")
 
 def fresh_process_cases(program: str, args: tuple, processes: int, label: str,
                         params: dict[str, Any], eager_init: bool = False) -> list[Any]:
-    """The first trace and the compile of ``benchmarks.programs:<program>(*args)``'s jitted
-    log density in fresh processes, numpyro's and stabledist's alternating: what a user's
-    first ``jit`` pays, measured by the tool users run (`stabledist.benchmark.model`; its
-    per-call rows are not these cases', so calls are timed briefly)."""
+    """The first trace and compile of ``benchmarks.programs:<program>(*args)``'s jitted log
+    density in fresh processes, as a user's first ``jit`` pays it, measured by
+    `stabledist.benchmark.model` (calls timed briefly: they are not these cases)."""
     from stabledist import benchmark
     from stabledist.benchmark._measure import Case
 

@@ -2,8 +2,7 @@
 
 JAX reports each as a time span (:mod:`jax.monitoring`, eager per-primitive compiles
 included); spans nest, so the phases are attributed exclusively (compile first, then
-lowering, then tracing). "run" is everything else: executing, waiting for the device, host
-Python outside any trace.
+lowering, then tracing). "run" is the rest: executing, the device, Python outside a trace.
 """
 
 from __future__ import annotations
@@ -63,13 +62,10 @@ class PhaseRecorder:
         """Seconds per phase (``trace``, ``lower``, ``compile``, ``run``), ``total`` and
         ``xla_compiles`` (number of backend compiles, eager per-primitive ones included)."""
         c, lo, t = self.spans[COMPILE], self.spans[LOWER], self.spans[TRACE]
-        lc = _union_length(c)
-        lcl = _union_length(c + lo)
-        lall = _union_length(c + lo + t)
+        lc, lcl, lall = (_union_length(spans) for spans in (c, c + lo, c + lo + t))
         total = self.t1 - self.t0
         return {"trace": lall - lcl, "lower": lcl - lc, "compile": lc,
-                "run": max(total - lall, 0.0), "total": total,
-                "xla_compiles": float(len(c)),
+                "run": max(total - lall, 0.0), "total": total, "xla_compiles": float(len(c)),
                 "cache_hits": float(self.events[CACHE_HIT]),
                 "cache_misses": float(self.events[CACHE_MISS])}
 

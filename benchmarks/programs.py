@@ -3,11 +3,9 @@ once against ``stabledist as dist`` as a user writes theirs (numpyro's processes
 ``numpyro.distributions`` under that name).
 
 * `reads_lazy`: global priors (a ``MultivariateNormal`` and a two-sided ``TruncatedNormal``)
-  whose ``precision_matrix`` and normalizer the model reads ``reads`` times: the first trace
-  and compile of a model that reads lazy values, and its compiled calls.
+  whose ``precision_matrix`` and normalizer the model reads ``reads`` times.
 * `sites`: ``n`` sample sites of ``Normal``, two-sided ``TruncatedNormal`` and
-  ``MultivariateNormal``, half of them observed: a many-site model's first trace and compile
-  in a fresh process, what a user's first ``jit`` of a big model pays.
+  ``MultivariateNormal``, half of them observed: what a first ``jit`` of a big model pays.
 """
 
 from __future__ import annotations

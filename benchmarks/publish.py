@@ -231,8 +231,7 @@ def in_short(payload: dict[str, Any]) -> str:
              f"`{payload['profile']['label']}`; details under [Results](#results-on-this-"
              "machine-class)). Ratio = numpyro time / stabledist time: above 1, stabledist "
              "is faster.", "",
-             "| verdict | where | ratio | stabledist vs numpyro |",
-             "|---|---|---|---|"]
+             "| verdict | where | ratio | stabledist vs numpyro |", "|---|---|---|---|"]
     lines += ["| " + " | ".join(cells) + " |" for cells in verdict_rows(payload)]
     targets = payload["targets"]
     failed = [t["target"] for t in targets if t["passed"] is False]
@@ -255,26 +254,18 @@ def results_section(payload: dict[str, Any], plots: Sequence[str]) -> str:
         f"Measured at commit `{env.get('git_commit')}` with `{payload['command']}` on "
         f"{env['timestamp']}: {env['cpu_count']} CPUs (affinity {env['cpu_affinity']}), "
         f"{env['platform']}, {python_build_text(env.get('python_build'))}, jax {v['jax']}, "
-        f"jaxlib {v['jaxlib']}, "
-        f"numpyro {v['numpyro']}, stabledist {v['stabledist']}; backend `{env['backend']}`, "
-        f"device kind `{env['device_kind']}`, {env['device_count']} device(s)"
-        + (f", {mem / 2**30:.1f} GiB memory" if mem else "") + ". "
-        f"Load average {env['load_average_start']} at the start"
+        f"jaxlib {v['jaxlib']}, numpyro {v['numpyro']}, stabledist {v['stabledist']}; "
+        f"backend `{env['backend']}`, device kind `{env['device_kind']}`, "
+        f"{env['device_count']} device(s)" + (f", {mem / 2**30:.1f} GiB memory" if mem else "")
+        + f". Load average {env['load_average_start']} at the start"
         + (f", {min(la):.1f}-{max(la):.1f} after each benchmark" if la else "")
         + f" (the machine is shared: ratios are interleaved, absolute times inflated). "
         f"Wall time {payload['seconds'] / 60:.1f} min"
         + (f" ({payload['cpu_seconds'] / 60:.1f} min of CPU)" if payload.get("cpu_seconds")
            else "") + ". How far the code has moved since this commit: `make release-check`.",
-        "",
-        "### Summary and targets",
-        "",
-        "```text",
-        *compact_lines(payload),
-        "```",
-        "",
+        "", "### Summary and targets", "", "```text", *compact_lines(payload), "```", "",
         "The full table (every class, property, size, phase and repetition, host and device "
-        "time per call) is in the run's `report.md` and `results.json`.",
-        "",
+        "time per call) is in the run's `report.md` and `results.json`.", "",
     ]
     e2e = payload["benchmarks"].get("e2e")
     if e2e and e2e.get("cases"):

@@ -16,26 +16,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from benchmarks import scale_report
 from benchmarks.bench_import import MAX_EXTRA_MIB, MAX_RATIO, import_rows, import_target
 from benchmarks.config import PROFILES, Profile
 from benchmarks.lazy_report import FLOORS, first_read_guard, hit_guard, lazy_rows, miss_guard
-from benchmarks.scale_report import (
-    flatten_target,
-    gc_target,
-    growth_target,
-    heap_target,
-    memory_target,
-    release_target,
-    scale_plot,
-    scale_rows,
-    tables_target,
-)
-from stabledist.benchmark._measure import (
-    BenchResult,
-    Case,
-    geomean,
-    summarize,
-)
+from stabledist.benchmark._measure import BenchResult, Case, geomean, summarize
 from stabledist.benchmark._rows import (
     LABELS,
     Row,
@@ -79,10 +64,9 @@ class Plot:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """One benchmark: ``name`` (``--only``, results.json), ``summary`` (one line: ``--help``,
-    progress), ``heading`` (its group in the verdict table); how it runs, its progress
-    ``steps`` and planned ``seconds`` on 2 busy cores; its rows, targets, report.md
-    ``details`` (lines after its case table) and plots."""
+    """One benchmark: ``name`` (``--only``, results.json), ``summary`` (``--help``, progress),
+    ``heading`` (its group in the verdict table); how it runs, its progress ``steps`` and
+    planned ``seconds`` on 2 busy cores; its rows, targets, report.md ``details``, plots."""
 
     name: str
     summary: str
@@ -497,13 +481,10 @@ def _e2e_details(res: BenchResult) -> list[str]:
                 lines.append(f"| {c.name} | {v} | {m['trace'] + m['lower']:.2f} | "
                              f"{m['compile']:.2f} | {m['run']:.2f} | "
                              f"{c.median(v):.2f} | {m['xla_compiles']:.0f} |")
-    lines += ["", "Models:", ""]
-    seen_models: set[str] = set()
+    models: dict[str, str] = {}
     for c in res.cases:
-        if c.params["model"] not in seen_models:
-            seen_models.add(c.params["model"])
-            lines.append(f"- `{c.params['model']}`: {c.params['what']}")
-    return [*lines, ""]
+        models.setdefault(c.params["model"], c.params["what"])
+    return [*lines, "", "Models:", "", *(f"- `{m}`: {what}" for m, what in models.items()), ""]
 
 
 def _e2e_plot(res: BenchResult) -> Figure | None:
@@ -604,8 +585,7 @@ def _pcache_details(res: BenchResult) -> list[str]:
              f"PYTHONHASHSEED={res.extra['seeds'][0]}, second "
              f"{res.extra['seeds'][1]}, fresh cache directory per variant.", "",
              f"Retraces ({res.extra['retrace_calls']}):", "",
-             "| call | numpyro new traces | stabledist new traces |",
-             "|---|---|---|"]
+             "| call | numpyro new traces | stabledist new traces |", "|---|---|---|"]
     rt = res.extra["retraces"]
     for a, b in zip(rt["numpyro"]["calls"], rt["stabledist"]["calls"]):
         lines.append(f"| {a['call']} | {a['new_traces']} | {b['new_traces']} |")
@@ -615,8 +595,8 @@ def _pcache_details(res: BenchResult) -> list[str]:
 def _memory_rows(res: BenchResult) -> list[Row]:
     rows = []
     for c in res.cases:
-        r = make_row(res.name, c.name, c.params.get("unit", res.unit), numpyro=c.median("numpyro"),
-                stabledist=c.median("stabledist"), speed=False)
+        r = make_row(res.name, c.name, c.params.get("unit", res.unit),
+                     numpyro=c.median("numpyro"), stabledist=c.median("stabledist"), speed=False)
         if c.params.get("kind") == "growth":
             r["note"] = (f"max live cache instances {res.extra.get('max_cache_instances')}; "
                          f"after gc {res.extra['runs']['stabledist']['after_gc']['cache']}")
@@ -739,7 +719,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="first trace + compile (fresh processes) and calls of a model that reads lazy "
         "properties repeatedly",
         run=Deferred("bench_compiled", "bench_compile"),
-        steps=Deferred("bench_compiled", "compile_steps"),
+        steps=lambda p: 2 * p.compile_processes,
         seconds=_planned(smoke=25, quick=28, default=45, full=100, accelerator=45),
         rows=_compile_rows,
     ),
@@ -794,29 +774,30 @@ REGISTRY: tuple[Benchmark, ...] = (
         "generation-2 collections, the cache's and hoisting's tables",
         run=Deferred("bench_scale", "bench_scale"), steps=Deferred("bench_scale", "steps"),
         seconds=_planned(smoke=20, quick=70, default=145, full=1700, accelerator=170),
-        rows=scale_rows,
+        rows=scale_report.scale_rows,
         targets=(
             Target("scale_growth", "at every N stabledist's trace and compile no slower than "
                    "numpyro's (95% interval) and their growth with N no steeper (fitted "
-                   "log-log slope)", rank=12, check=growth_target),
-            Target("scale_flatten", "flatten+unflatten of a pytree of N distributions at "
-                   "least 5x faster than numpyro at every N (median: the round trip's own "
-                   "work; collections in the detail)", rank=13, check=flatten_target),
-            Target("scale_memory", "memory per live instance with two lazy values read at "
-                   "most 1.1x numpyro's (tracemalloc and RSS)", rank=14, check=memory_target),
+                   "log-log slope)", rank=12, check=scale_report.growth_target),
+            Target("scale_flatten", "flatten+unflatten of a pytree of N distributions at least "
+                   "5x faster than numpyro at every N (median: the round trip's own work; "
+                   "collections in the detail)", rank=13, check=scale_report.flatten_target),
+            Target("scale_memory", "memory per live instance with two lazy values read at most "
+                   "1.1x numpyro's (tracemalloc and RSS)", rank=14,
+                   check=scale_report.memory_target),
             Target("scale_release", "nothing kept after the instances are dropped", rank=15,
-                   check=release_target),
+                   check=scale_report.release_target),
             Target("scale_gc", "no more generation-2 collections than numpyro's in create/drop "
-                   "cycles and 40 round trips at each size", rank=16, check=gc_target,
+                   "cycles and 40 round trips at each size", rank=16, check=scale_report.gc_target,
                    timing=False),
             Target("scale_heap", "a full collection over the live instances at most 1.1x "
-                   "numpyro's", rank=17, check=heap_target),
+                   "numpyro's", rank=17, check=scale_report.heap_target),
             Target("scale_tables", "the cache's and hoisting's tables do not grow without "
-                   "bound (many instances, shapes, classes)", rank=18, check=tables_target,
-                   timing=False),
+                   "bound (many instances, shapes, classes)", rank=18,
+                   check=scale_report.tables_target, timing=False),
         ),
         plots=(Plot("bench-scale.png", "Time against size: a model with N sample sites, a "
-                    "pytree of N distributions (log-log)", scale_plot),),
+                    "pytree of N distributions (log-log)", scale_report.scale_plot),),
     ),
     Benchmark(
         name="import", heading="the import",

@@ -193,9 +193,8 @@ def target_line(t: dict[str, Any], detail: bool = True, sep: str = "  ") -> str:
 
 
 def _case_table(res: BenchResult) -> list[str]:
-    variants = list(res.variants)
-    extra_variants = sorted({v for c in res.cases for v in c.samples} - set(variants))
-    variants += extra_variants
+    variants = [*res.variants, *sorted({v for c in res.cases for v in c.samples}
+                                       - set(res.variants))]
     head = ["case", *variants, "numpyro/stabledist (IQR)", "no-cache/stabledist"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in res.cases:
@@ -238,8 +237,7 @@ def write_markdown(path: Path, payload: dict[str, Any], results: Sequence[BenchR
     env = payload["environment"]
     v = env["versions"]
     lines = [
-        "# stabledist vs numpyro: benchmark report",
-        "",
+        "# stabledist vs numpyro: benchmark report", "",
         f"- command: `{payload['command']}` (profile `{payload['profile']['label']}`)",
         f"- when: {env['timestamp']}, load average at start {env['load_average_start']}, "
         f"at end {payload.get('load_average_end')}",
@@ -250,23 +248,15 @@ def write_markdown(path: Path, payload: dict[str, Any], results: Sequence[BenchR
         f"- backend `{env['backend']}`, device kind `{env['device_kind']}`, "
         f"{env['device_count']} device(s), {env['cpu_count']} CPUs "
         f"(affinity {env['cpu_affinity']}), {env['platform']}",
-        f"- total wall time {payload['seconds']:.0f} s",
-        "",
+        f"- total wall time {payload['seconds']:.0f} s", "",
         "Ratios are numpyro/stabledist (above 1: stabledist faster). A single case's ratio is "
         "the geometric mean of its per-repetition ratios (interleaved pairs) with their 95% "
         f"t-interval; its verdict: slower when the interval lies wholly below {SAME_LOW:.2f}, "
         f"faster when wholly above {SAME_HIGH:.2f}, else the same (one repetition: "
         "unresolved). Aggregates are geometric means over cases with the min-max range, not "
         "judged.",
-        "",
-        "## Targets",
-        "",
-        *[f"- {target_line(t)}" for t in payload["targets"]],
-        "",
-        "## Summary",
-        "",
-        *_summary_table(payload["summary"]),
-        "",
+        "", "## Targets", "", *[f"- {target_line(t)}" for t in payload["targets"]],
+        "", "## Summary", "", *_summary_table(payload["summary"]), "",
     ]
     if plots:
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
@@ -275,11 +265,10 @@ def write_markdown(path: Path, payload: dict[str, Any], results: Sequence[BenchR
         if res.error:
             lines += ["```", res.error, "```", ""]
             continue
-        lines += [f"Unit: {res.unit}. {res.seconds:.0f} s.", "", "Variants:", ""]
-        lines += [f"- `{k}`: {t}" for k, t in res.variants.items()]
-        lines += ["", f"No-cache here: {res.nocache}", ""]
-        lines += [*_case_table(res), ""]
-        lines += host_device_table(res.cases)
+        lines += [f"Unit: {res.unit}. {res.seconds:.0f} s.", "", "Variants:", "",
+                  *(f"- `{k}`: {t}" for k, t in res.variants.items()),
+                  "", f"No-cache here: {res.nocache}", "", *_case_table(res), "",
+                  *host_device_table(res.cases)]
         try:
             lines += BENCHMARKS[res.name].details(res)
         except Exception as exc:  # a result stopped midway may lack what details read
@@ -287,9 +276,8 @@ def write_markdown(path: Path, payload: dict[str, Any], results: Sequence[BenchR
         if res.extra.get("stopped"):
             lines += [f"Stopped: {res.extra['stopped']}.", ""]
         if res.extra.get("skipped"):
-            lines += [f"Skipped ({len(res.extra['skipped'])}):", ""]
-            lines += [f"- {k}: {why}" for k, why in sorted(res.extra["skipped"].items())]
-            lines.append("")
+            lines += [f"Skipped ({len(res.extra['skipped'])}):", "",
+                      *(f"- {k}: {why}" for k, why in sorted(res.extra["skipped"].items())), ""]
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -13,6 +13,7 @@ import time
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +71,7 @@ class _Signals:
                 signal.signal(s, handler)
 
 
-def _run_one(name: str, profile: Profile, signals: _Signals
-             ) -> tuple[BenchResult, Stopped | None]:
+def _run_one(name: str, profile: Profile, signals: _Signals) -> tuple[BenchResult, Stopped | None]:
     """One benchmark; a stop keeps the cases it had finished (`LIVE`), an exception becomes
     the result's error, so that one failure does not lose the others."""
     TRACKER.begin(name)
@@ -79,18 +79,17 @@ def _run_one(name: str, profile: Profile, signals: _Signals
     LIVE.pop(name, None)
     t0 = time.perf_counter()
     stopped = None
+    blank = partial(BenchResult, name, BENCHMARKS[name].summary, "", {}, "")
     try:
         signals.armed = True
         result = BENCHMARKS[name].run(profile)
     except Stopped as stop:
         stopped = stop
-        result = LIVE.get(name) or BenchResult(name=name, title=BENCHMARKS[name].summary,
-                                               unit="", variants={}, nocache="")
+        result = LIVE.get(name) or blank()
         result.extra["stopped"] = f"{stop.reason}, after {len(result.cases)} case(s)"
         progress(f"!! {name} {result.extra['stopped']}")
     except Exception:
-        result = BenchResult(name=name, title=BENCHMARKS[name].summary, unit="", variants={},
-                             nocache="", error=traceback.format_exc())
+        result = blank(error=traceback.format_exc())
         progress(f"!! {name} failed:\n{result.error}")
     finally:
         signals.armed = False
@@ -171,10 +170,15 @@ def _write(out: Path, profile: Profile, command: str, env: dict[str, Any],
            results: Sequence[BenchResult], plots: Sequence[str],
            skipped: dict[str, str]) -> dict[str, Any]:
     """results.json and report.md of what has run so far."""
-    payload = _payload(profile, command, env, results)
-    payload["eta_history"] = list(TRACKER.history)
-    payload["plots"] = list(plots)
-    payload["skipped"] = dict(skipped)
+    rows = report.summary_rows(results)
+    payload = {"schema": 2, "command": command, "profile": profile.as_dict(),
+               "profile_note": accelerator_note(profile), "environment": env,
+               "load_average_end": load_average(), "seconds": run_clock(),
+               "benchmarks": {r.name: r.as_dict() for r in results}, "summary": rows,
+               "targets": report.evaluate_targets(results, rows, profile.judge_timing),
+               "jax_backend_devices": [str(d) for d in jax.devices()],
+               "eta_history": list(TRACKER.history), "plots": list(plots),
+               "skipped": dict(skipped)}
     write_json(out / "results.json", payload)
     report.write_markdown(out / "report.md", payload, results, plots)
     return payload
@@ -211,14 +215,3 @@ def cpu_seconds() -> float:
     2-core machine the wall time is about this, less what ran in parallel)."""
     own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def _payload(profile: Profile, command: str, env: dict[str, Any],
-             results: Sequence[BenchResult]) -> dict[str, Any]:
-    rows = report.summary_rows(results)
-    return {"schema": 2, "command": command, "profile": profile.as_dict(),
-            "profile_note": accelerator_note(profile), "environment": env,
-            "load_average_end": load_average(), "seconds": run_clock(),
-            "benchmarks": {r.name: r.as_dict() for r in results}, "summary": rows,
-            "targets": report.evaluate_targets(results, rows, profile.judge_timing),
-            "jax_backend_devices": [str(d) for d in jax.devices()]}

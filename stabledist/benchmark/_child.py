@@ -24,10 +24,9 @@ _START = time.perf_counter()
 
 
 def _numpyro_as_stabledist() -> None:
-    """``import stabledist`` gives a module that is numpyro's: its distributions, its
-    handlers, its submodules; what stabledist adds to numpyro reads as numpyro would have it
-    (`make_stable` returns its class, ``cached_lazy_property`` is numpyro's
-    ``lazy_property``), so that a file written for stabledist runs unchanged."""
+    """``import stabledist`` gives numpyro's distributions, handlers and submodules; what
+    stabledist adds reads as numpyro would have it (`make_stable` returns its class,
+    ``cached_lazy_property`` is ``lazy_property``): a file written for stabledist runs."""
     import numpyro.distributions as nd
     import numpyro.handlers
     from numpyro.distributions.util import lazy_property
@@ -172,11 +171,10 @@ def _time_program(fn: Callable[..., Any], args: tuple, reps: int, rep_ms: float,
 
 def _log_density(model: Callable[..., Any], args: tuple, kwargs: dict, eager_init: bool
                  ) -> tuple[Callable[[Any], Any], Any]:
-    """The model's log density as a function of its latent values, and a point: the values
-    a seeded run of the model drew, inside ``jit`` (as MCMC's initialisation under parallel
-    chains or a jitted init does: numpyro then caches nothing) or, with ``eager_init``, eagerly
-    (as single-chain MCMC's initialisation does: numpyro caches the lazy values of objects
-    that outlive the run, a global prior's, before the first compiled call)."""
+    """The model's log density as a function of its latent values, and a point a seeded run
+    drew inside ``jit`` (as parallel chains' or a jitted init does: numpyro caches nothing)
+    or, with ``eager_init``, eagerly (as single-chain MCMC's does: numpyro caches the lazy
+    values of objects that outlive the run, a global prior's, before the first call)."""
     import jax
     from numpyro import handlers
     from numpyro.infer.util import log_density
@@ -212,8 +210,7 @@ def run(library: str, job: dict[str, Any]) -> dict[str, Any]:
     args, kwargs = job["args"], job["kwargs"]
     reps, rep_ms = job["reps"], job["rep_ms"]
     if job["kind"] == "function":
-        out["program"] = _time_program(lambda *a: target(*a, **kwargs), args, reps, rep_ms,
-                                       reads)
+        out["program"] = _time_program(lambda *a: target(*a, **kwargs), args, reps, rep_ms, reads)
         return out
     density, params = _log_density(target, args, kwargs, job.get("eager_init", False))
     out["program"] = _time_program(density, (params,), reps, rep_ms, reads)

@@ -88,11 +88,11 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def git_commit(where: Path | str | None = None) -> str | None:
-    """HEAD of the git repository holding ``where`` (default: the working directory, where a
-    user runs their model from; read-only, no index refresh); None outside one."""
+def git_commit() -> str | None:
+    """HEAD of the git repository holding the working directory, where a user runs their
+    model from (read-only, no index refresh); None outside one."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where or os.getcwd(),
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=os.getcwd(),
                              capture_output=True, text=True, timeout=10, check=False,
                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
     except (OSError, subprocess.SubprocessError):
@@ -118,20 +118,17 @@ def _host_memory_bytes() -> int | None:
     return None
 
 
-def device_details(device: Any) -> dict[str, Any]:
-    """Kind, memory (``bytes_limit`` where the backend reports it: GPU, TPU) and the
-    platform version (CUDA/driver on GPU) of a JAX device."""
+def _device_memory_and_version(device: Any) -> tuple[int | None, str | None]:
+    """A JAX device's memory (``bytes_limit`` where the backend reports it: GPU, TPU) and its
+    platform version (CUDA/driver on GPU)."""
     try:
-        stats = device.memory_stats() or {}
+        memory = (device.memory_stats() or {}).get("bytes_limit")
     except Exception:  # CPU devices may raise or return None
-        stats = {}
+        memory = None
     try:
-        platform_version = device.client.platform_version
+        return memory, device.client.platform_version
     except Exception:
-        platform_version = None
-    return {"kind": device.device_kind, "platform": device.platform,
-            "memory_bytes": stats.get("bytes_limit"),
-            "memory_in_use_bytes": stats.get("bytes_in_use"), "platform_version": platform_version}
+        return memory, None
 
 
 ENV_RECORDED = ("JAX_PLATFORMS", "XLA_FLAGS", "PYTHONHASHSEED", "OMP_NUM_THREADS",
@@ -145,45 +142,31 @@ CONFIG_RECORDED = ("jax_use_simplified_jaxpr_constants", "jax_enable_x64",
 """JAX options that change what the benchmark measures (None: unknown to this jax)."""
 
 
-def _config(jax: Any, name: str) -> Any:
-    """The option's value (``jax.config.read`` refuses options that have a context manager)."""
-    return getattr(jax.config, "values", {}).get(name)
-
-
 def describe() -> dict[str, Any]:
     """Versions, backend and hardware of this run (imports jax)."""
     import jax
 
     devices = jax.devices()
-    first = device_details(devices[0])
+    options = getattr(jax.config, "values", {})  # jax.config.read refuses some options
+    memory, platform_version = _device_memory_and_version(devices[0])
     try:
         affinity = len(os.sched_getaffinity(0))
     except AttributeError:
         affinity = None
     return {
         "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "versions": {
-            name: _version(name)
-            for name in ("jax", "jaxlib", "numpyro", "stabledist", "numpy", "matplotlib")
-        },
-        "python": sys.version.split()[0],
-        "python_build": python_build(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
+        "versions": {name: _version(name) for name in
+                     ("jax", "jaxlib", "numpyro", "stabledist", "numpy", "matplotlib")},
+        "python": sys.version.split()[0], "python_build": python_build(),
+        "platform": platform.platform(), "machine": platform.machine(),
         "processor": platform.processor() or None,
-        "backend": jax.default_backend(),
-        "device_kind": devices[0].device_kind,
-        "device_memory_bytes": first["memory_bytes"],
-        "device_platform_version": first["platform_version"],
-        "host_memory_bytes": _host_memory_bytes(),
-        "devices": [str(d) for d in devices],
-        "device_count": jax.device_count(),
-        "local_device_count": jax.local_device_count(),
-        "cpu_count": os.cpu_count(),
-        "cpu_affinity": affinity,
+        "backend": jax.default_backend(), "device_kind": devices[0].device_kind,
+        "device_memory_bytes": memory, "device_platform_version": platform_version,
+        "host_memory_bytes": _host_memory_bytes(), "devices": [str(d) for d in devices],
+        "device_count": jax.device_count(), "local_device_count": jax.local_device_count(),
+        "cpu_count": os.cpu_count(), "cpu_affinity": affinity,
         "load_average_start": load_average(),
         "env": {k: os.environ.get(k) for k in ENV_RECORDED},
-        "jax_config": {name: _config(jax, name) for name in CONFIG_RECORDED},
-        "git_commit": git_commit(),
-        "argv": sys.argv,
+        "jax_config": {name: options.get(name) for name in CONFIG_RECORDED},
+        "git_commit": git_commit(), "argv": sys.argv,
     }

@@ -65,8 +65,7 @@ def distribution(target: Any, *args: Any, names: Sequence[str] | None = None,
             group, unit = SITUATIONS[situation]
             report.add(case, single(group, case, unit, label=case.name, judged=True))
         equations = report.cases[-1].params["equations"]
-        report.reads.append(LazyRead(owner, name, equations["numpyro"],
-                                     equations["stabledist"]))
+        report.reads.append(LazyRead(owner, name, equations["numpyro"], equations["stabledist"]))
     return report
 
 
@@ -99,15 +98,18 @@ def _fresh(template: Any) -> Any:
     return copy
 
 
-def _first_read_timer(template: Any, name: str) -> Timed:
+def _first_read_timer(template: Any, name: str,
+                      compute: Callable[[Any], Any] | None = None) -> Timed:
+    """The first read of ``name`` on ``number`` fresh copies of ``template``; with
+    ``compute`` (the no-cache baseline), ``compute`` applied to each copy instead."""
     def run(number: int) -> int:
         copies = [_fresh(template) for _ in range(number)]
         with no_gc():
             t0 = time.perf_counter_ns()
-            values = [getattr(c, name) for c in copies]
+            values = ([getattr(c, name) for c in copies] if compute is None
+                      else list(map(compute, copies)))
             jax.block_until_ready(values)
-            elapsed = time.perf_counter_ns() - t0
-        return elapsed
+            return time.perf_counter_ns() - t0
 
     return run
 
@@ -138,8 +140,7 @@ def _closed_over(template: Any, name: str) -> tuple[Callable[[], Any], int]:
     return (lambda: compiled(x)), equations
 
 
-def _cases(d: Any, twin: Any, name: str, reps: int, rep_ms: float
-           ) -> list[tuple[str, Case]]:
+def _cases(d: Any, twin: Any, name: str, reps: int, rep_ms: float) -> list[tuple[str, Case]]:
     both = {"numpyro": _fresh(twin), "stabledist": _fresh(d)}  # nothing read: pristine
     first = {lib: _first_read_timer(x, name) for lib, x in both.items()}
     samples, loops = measure(first, reps, rep_ms, 20_000)

@@ -37,20 +37,17 @@ _T0 = time.perf_counter()
 
 
 class Tracker:
-    """Overall progress: "step k of n" and an estimate of the time left, on stderr: the
-    planned seconds of the remaining steps scaled by how fast the finished ones went. A
-    daemon thread repeats the line every ``heartbeat`` seconds, so a long step is never
-    silent."""
+    """Overall progress on stderr: "step k of n" and the time left (the planned seconds of
+    the remaining steps scaled by how fast the finished ones went). A daemon thread repeats
+    the line every ``heartbeat`` seconds, so a long step is never silent."""
 
     def __init__(self, heartbeat: float = 10.0) -> None:
         self.plan: dict[str, tuple[int, float]] = {}  # bench -> (steps, planned seconds)
         self.done: dict[str, int] = {}
-        self.bench = ""
-        self.label = ""
+        self.bench = self.label = ""
         self.weight = 1  # of the running step
         self.step_t0 = _T0
-        self.finished_planned = 0.0  # planned seconds of finished steps
-        self.finished_actual = 0.0  # their actual seconds
+        self.finished_planned = self.finished_actual = 0.0  # seconds of finished steps
         self.heartbeat = heartbeat
         self.deadline: float | None = None  # perf_counter time after which steps stop
         self.last_print = time.perf_counter()
@@ -65,8 +62,8 @@ class Tracker:
     def begin(self, bench: str, steps: int | None = None) -> None:
         """Start benchmark ``bench`` (``steps``: its real step count, once known)."""
         with self._lock:
-            self._close_step()
-            self.bench, self.label = bench, ""
+            self._close_step()  # the label too
+            self.bench = bench
             if steps is not None:
                 self.resize(bench, steps)
 
@@ -82,21 +79,20 @@ class Tracker:
             raise Stopped(f"deadline passed before step: {label}")
         with self._lock:
             self._close_step()
-            self.label = label
-            self.weight = weight
+            self.label, self.weight = label, weight
             self.step_t0 = time.perf_counter()
             self.done[self.bench] = self.done.get(self.bench, 0) + weight
-        self._print(label)
+        progress(self.line(label))
 
     def end(self) -> None:
         with self._lock:
             self._close_step()
             n, _ = self.plan.get(self.bench, (0, 0.0))
             self.done[self.bench] = n  # skipped steps count as done
-            self.label = ""
             self.bench = ""  # between benchmarks: no heartbeat
 
     def _close_step(self) -> None:
+        """Account for the running step, if any, and clear its label."""
         if self.label:
             n, secs = self.plan.get(self.bench, (1, 0.0))
             self.finished_planned += secs * self.weight / max(n, 1)
@@ -142,9 +138,6 @@ class Tracker:
         when = f"~{eta / 60:.1f} min left" if eta >= 90 else f"~{eta:.0f} s left"
         return f"{k} of {n}, {when} | {message}"
 
-    def _print(self, message: str) -> None:
-        progress(self.line(message))
-
     def start_heartbeat(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._beat, daemon=True, name="bench-heartbeat")
@@ -155,8 +148,7 @@ class Tracker:
             time.sleep(1.0)
             if time.perf_counter() - self.last_print >= self.heartbeat and self.bench:
                 running = time.perf_counter() - self.step_t0
-                what = self.label or self.bench
-                self._print(f"{what} (still running, {running:.0f} s)")
+                progress(self.line(f"{self.label or self.bench} (still running, {running:.0f} s)"))
 
 
 def _speed(actual: float, planned: float) -> float:
@@ -193,9 +185,8 @@ def progress(message: str) -> None:
     TRACKER.last_print = time.perf_counter()
 
 
-def step(message: str, weight: int = 1) -> None:
-    """`Tracker.step` of the run's tracker."""
-    TRACKER.step(message, weight)
+step = TRACKER.step
+"""`Tracker.step` of the run's tracker."""
 
 
 @contextmanager
@@ -289,9 +280,8 @@ def rounds(names: Sequence[str], reps: int) -> Iterator[tuple[int, str]]:
             yield rep, name
 
 
-def interleave(
-    fns: Mapping[str, Timed], loops: Mapping[str, int], reps: int
-) -> dict[str, list[float]]:
+def interleave(fns: Mapping[str, Timed], loops: Mapping[str, int], reps: int
+               ) -> dict[str, list[float]]:
     """Per-call ns of each variant for ``reps`` repetitions, variants in rotating order."""
     out: dict[str, list[float]] = {name: [] for name in fns}
     for _, name in rounds(list(fns), reps):
@@ -299,9 +289,8 @@ def interleave(
     return out
 
 
-def measure(
-    fns: Mapping[str, Timed], reps: int, rep_ms: float, max_number: int = 10_000_000
-) -> tuple[dict[str, list[float]], dict[str, int]]:
+def measure(fns: Mapping[str, Timed], reps: int, rep_ms: float, max_number: int = 10_000_000
+            ) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Calibrate (which warms up) every variant, then :func:`interleave` them."""
     loops = {name: calibrate(fn, rep_ms * 1e6, max_number) for name, fn in fns.items()}
     return interleave(fns, loops, reps), loops
@@ -312,10 +301,8 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
     vals = sorted(v for v in values if v is not None and math.isfinite(v))
     if not vals:
         return {"n": 0}
-    if len(vals) >= 2:
-        q1, _, q3 = statistics.quantiles(vals, n=4, method="inclusive")
-    else:
-        q1 = q3 = vals[0]
+    q1, _, q3 = (statistics.quantiles(vals, n=4, method="inclusive") if len(vals) >= 2
+                 else [vals[0]] * 3)
     return {"n": len(vals), "median": statistics.median(vals), "q1": q1, "q3": q3, "min": vals[0],
             "max": vals[-1]}
 
@@ -345,12 +332,11 @@ def t_975(df: int) -> float:
 
 def paired_ratio_interval(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     """``a/b`` from paired repetitions (``a[i]`` and ``b[i]`` measured in the same round):
-    the geometric mean of the per-pair ratios and the 95% t-interval of their logs,
-    exponentiated, with its verdict (see `SAME_LOW`). Why logs: ratios are multiplicative
-    and skewed, their logs nearly symmetric; why pairs: each pair shares the machine's load
-    of its moment, so the pair-to-pair drift cancels. Pairs with a non-positive or
-    non-finite member are dropped. Fewer than two pairs: no interval, verdict
-    "unresolved" (never "slower")."""
+    the geometric mean of the per-pair ratios, the 95% t-interval of their logs and its
+    verdict (see `SAME_LOW`). Logs: ratios are multiplicative and skewed, their logs nearly
+    symmetric; pairs: each shares the machine's load of its moment, so the drift cancels.
+    Pairs with a non-positive or non-finite member are dropped; under two pairs: no
+    interval, "unresolved" (never "slower")."""
     if len(a) != len(b):
         raise ValueError(f"paired samples differ in length: {len(a)} and {len(b)}")
     logs = [math.log(x / y) for x, y in zip(a, b)
@@ -433,11 +419,9 @@ class BenchResult:
 LIVE: dict[str, BenchResult] = {}
 """The latest `BenchResult` created per benchmark name (the one being filled)."""
 
-RATIO_PAIRS: tuple[tuple[str, str], ...] = (("numpyro", "stabledist"), ("nocache", "stabledist"),
-                                            ("numpyro_preread", "stabledist"), ("stabledist",
-                                                                                "plain"),
-                                            ("numpyro", "plain"), ("stabledist", "raw"), ("numpyro",
-                                                                                          "raw"))
+RATIO_PAIRS: tuple[tuple[str, str], ...] = (
+    ("numpyro", "stabledist"), ("nocache", "stabledist"), ("numpyro_preread", "stabledist"),
+    ("stabledist", "plain"), ("numpyro", "plain"), ("stabledist", "raw"), ("numpyro", "raw"))
 """Ratios stored per case: ``numpyro/stabledist`` > 1 means stabledist is faster."""
 
 

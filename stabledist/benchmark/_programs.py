@@ -125,8 +125,7 @@ def _child(library: str, job_file: Path, tmp: Path, device: str) -> dict[str, An
     return json.loads(out.read_text())
 
 
-def _rows(report: Report, results: dict[str, list[dict[str, Any]]], part: str,
-          prefix: str) -> None:
+def _rows(report: Report, results: dict[str, list[dict[str, Any]]], part: str, prefix: str) -> None:
     """One row per phase: the i-th process of each library paired."""
     for key, (group, label, unit) in PHASES.items():
         if key == "import_s" and part != "program":

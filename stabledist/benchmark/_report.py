@@ -88,20 +88,18 @@ class Report:
                  f"{python_build_text(env.get('python_build'))}", ""]
         lines += group_table(self.rows, lambda group, rows: "", VARIANTS, num=12)
         lines += _reads_lines(self.reads)
-        lines += ["", *wrap(_legend(), 100, ""), "", *wrap(self.verdict(), 100, "  ")]
+        lines += ["", *wrap(LEGEND, 100, ""), "", *wrap(self.verdict(), 100, "  ")]
         return "\n".join(lines)
 
     def verdict(self) -> str:
         """One sentence per kind of outcome: which rows stabledist wins, loses, ties."""
-        by: dict[str, list[str]] = {"faster": [], "slower": [], "same": [], "unresolved": []}
+        text = {"faster": "stabledist faster", "same": "the same", "slower": "stabledist slower",
+                "unresolved": "unresolved (too few repetitions)"}
+        by: dict[str, list[str]] = {v: [] for v in text}
         for r in self.rows:
             by[r.get("verdict") or "unresolved"].append(f"{r['case']} {fmt_x(r['ratio'])}")
-        parts = [f"stabledist faster: {', '.join(by['faster'])}" if by["faster"] else "",
-                 f"the same: {', '.join(by['same'])}" if by["same"] else "",
-                 f"stabledist slower: {', '.join(by['slower'])}" if by["slower"] else "",
-                 f"unresolved (too few repetitions): {', '.join(by['unresolved'])}"
-                 if by["unresolved"] else ""]
-        return "Verdict: " + "; ".join(p for p in parts if p) + "."
+        return "Verdict: " + "; ".join(f"{text[v]}: {', '.join(cases)}"
+                                       for v, cases in by.items() if cases) + "."
 
     def as_dict(self) -> dict[str, Any]:
         return {"title": self.title, "kind": self.kind, "rows": self.rows,
@@ -149,11 +147,10 @@ def new_report(title: str, kind: str, quiet: bool = False) -> Report:
     return Report(title=title, kind=kind, environment=describe(), quiet=quiet)
 
 
-def _legend() -> str:
-    return ("Times are medians; ratio = numpyro time / stabledist time (above 1: stabledist "
-            "faster). A row ends in \"faster\" or \"slower\" when the 95% interval of its "
-            f"paired ratios lies wholly above {SAME_HIGH:.2f} or below {SAME_LOW:.2f}, in "
-            "nothing when the two are the same, in \"?\" with one repetition.")
+LEGEND = ("Times are medians; ratio = numpyro time / stabledist time (above 1: stabledist "
+          "faster). A row ends in \"faster\" or \"slower\" when the 95% interval of its "
+          f"paired ratios lies wholly above {SAME_HIGH:.2f} or below {SAME_LOW:.2f}, in "
+          "nothing when the two are the same, in \"?\" with one repetition.")
 
 
 def _reads_lines(reads: Sequence[LazyRead]) -> list[str]:

@@ -31,8 +31,7 @@ Row = dict[str, Any]
 """One summary row (a line of the summary table, an entry of ``summary`` in results.json)."""
 
 UNJUDGED = frozenset({"lazy"})
-"""Benchmarks whose single-case rows the global "no row slower" target does not judge: they
-have targets of their own."""
+"""Benchmarks whose single-case rows "no row slower" does not judge (targets of their own)."""
 
 LABELS = {"numpyro": "numpyro", "stabledist": "stabledist",
           "nocache": "no cache (parameters as jit arguments)",
@@ -46,11 +45,10 @@ LABELS = {"numpyro": "numpyro", "stabledist": "stabledist",
 def make_row(bench: str, case: str, unit: str, **kw: Any) -> Row:
     """A row with every field; ``verdict`` None and ``judged`` False unless given (a row
     without a paired interval, e.g. an aggregate or a count, is judged by no row rule)."""
-    out = {"benchmark": bench, "case": case, "unit": unit, "numpyro": None, "stabledist": None,
-           "nocache": None, "ratio": None, "ratio_lo": None, "ratio_hi": None, "spread": "",
-           "nocache_ratio": None, "speed": True, "note": "", "verdict": None, "judged": False}
-    out.update(kw)
-    return out
+    return {"benchmark": bench, "case": case, "unit": unit, "numpyro": None, "stabledist": None,
+            "nocache": None, "ratio": None, "ratio_lo": None, "ratio_hi": None, "spread": "",
+            "nocache_ratio": None, "speed": True, "note": "", "verdict": None, "judged": False,
+            **kw}
 
 
 def interval_fields(numpyro: Sequence[float], stabledist: Sequence[float]) -> dict[str, Any]:
@@ -78,8 +76,8 @@ def single(bench: str, case: Case, unit: str, label: str | None = None,
     whether the global "no row slower" target counts it."""
     return make_row(bench, label or case.name, case.params.get("unit", unit),
                     numpyro=case.median("numpyro"), stabledist=case.median("stabledist"),
-                    nocache=case.median("nocache"), nocache_ratio=case.ratio_median("nocache",
-                                                                                    "stabledist"),
+                    nocache=case.median("nocache"),
+                    nocache_ratio=case.ratio_median("nocache", "stabledist"),
                     note=note, judged=_judged(bench, judged),
                     **interval_fields(case.samples.get("numpyro", []),
                                       case.samples.get("stabledist", [])))
@@ -97,15 +95,12 @@ def first_call_row(bench: str, case: str, first: Mapping[str, float | Sequence[f
     first calls in interleaved order (the i-th of each variant in the same round). Paired as
     in `single`; one run each is "unresolved"."""
     runs = {v: _runs(first.get(v)) for v in ("numpyro", "stabledist", "nocache")}
-    np_, sd, nc = runs["numpyro"], runs["stabledist"], runs["nocache"]
+    np_, sd = runs["numpyro"], runs["stabledist"]
     paired = interval_fields(np_, sd) if len(np_) == len(sd) else interval_fields([], [])
-    return make_row(
-        bench, case, "s", numpyro=statistics.median(np_) if np_ else None,
-        stabledist=statistics.median(sd) if sd else None,
-        nocache=statistics.median(nc) if nc else None,
-        nocache_ratio=(statistics.median(nc) / statistics.median(sd)) if nc and sd else None,
-        note=note, judged=_judged(bench, judged), **paired,
-    )
+    med = {v: statistics.median(r) if r else None for v, r in runs.items()}
+    nc, s = med["nocache"], med["stabledist"]
+    return make_row(bench, case, "s", **med, nocache_ratio=None if nc is None or s is None
+                    else nc / s, note=note, judged=_judged(bench, judged), **paired)
 
 
 def aggregate(bench: str, cases: Sequence[Case], label: str, unit: str,
@@ -165,15 +160,8 @@ def fmt_value(value: float | None, unit: str) -> str:
             if abs(value) >= scale:
                 return f"{value / scale:.3g} {suffix}"
         return f"{value:.0f} ns"
-    if unit == "s":
-        return f"{value:.3g} s"
-    if unit == "MB":
-        return f"{value:+.1f} MB"
-    if unit == "traces":
-        return f"{value:.0f}"
-    if unit == "us/cycle":
-        return f"{value:.0f} us"
-    return f"{value:.3g} {unit}"
+    formats = {"s": "{:.3g} s", "MB": "{:+.1f} MB", "traces": "{:.0f}", "us/cycle": "{:.0f} us"}
+    return formats[unit].format(value) if unit in formats else f"{value:.3g} {unit}"
 
 
 WIDTH = 100
@@ -288,11 +276,7 @@ def group_table(rows: Sequence[Row], heading: Callable[[str, Sequence[Row]], str
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
-    def default(obj: Any) -> Any:
-        if hasattr(obj, "tolist"):
-            return obj.tolist()
-        if isinstance(obj, float | int):
-            return obj
-        return str(obj)
+    def default(obj: Any) -> Any:  # json's own types never come here
+        return obj.tolist() if hasattr(obj, "tolist") else str(obj)
 
     path.write_text(json.dumps(payload, indent=1, default=default, allow_nan=True))
