@@ -150,8 +150,7 @@ def _batch_check_lines(rule: BatchRule | None, layout: _Layout, nested: tuple[st
     shapes back."""
     if rule is None:
         return []
-    restore = ([f"    restore_children(d.__dict__, {nested!r})"]
-               if rule.restores_children and nested else [])
+    restore = (_restore_lines(layout, nested) if rule.restores_children and nested else [])
     if rule.keep:
         return restore
     if not rule.arrays:
@@ -170,6 +169,18 @@ def _batch_check_lines(rule: BatchRule | None, layout: _Layout, nested: tuple[st
             f"        if {test}:", "            return derive(d, children)",
             "    except TypeError:  # a leaf whose shape is no sequence (a distribution's method)",
             "        return derive(d, children)", *restore]
+
+
+def _restore_lines(layout: _Layout, nested: tuple[str, ...]) -> list[str]:
+    """``restore_children`` for the nested fields, called only when one of them may hold a
+    derived distribution (its ``__dict__`` has the stored shape, or it is a list or tuple):
+    most rebuilt parents hold none, and the call is most of their unflatten."""
+    call = f"restore_children(d.__dict__, {nested!r})"
+    if any(name not in layout.data for name in nested):
+        return [f"    {call}"]
+    tests = [f"type(_{i}) in (list, tuple) or STORED in getattr(_{i}, '__dict__', ())"
+             for i in map(layout.data.index, nested)]
+    return [f"    if {' or '.join(tests)}:", f"        {call}"]
 
 
 def _flatten_lines(layout: _Layout) -> list[str]:
@@ -199,26 +210,27 @@ def _unflatten_lines(layout: _Layout, check: list[str]) -> list[str]:
     one, they stay inline in the instance, as a constructor's do, with no ``__dict__`` object
     of its own: a rebuilt instance is one gc-tracked object, as numpyro's is, not two, so a
     program rebuilding many does not make full collections due sooner than numpyro's does
-    (setting the dict whole costs as much)."""
+    (setting the dict whole costs as much). One statement per field, no state dict, unless
+    fields are absent (`_flatten_general`): a round trip of thousands is mostly this."""
     leaves = [f"_{i}" for i in range(len(layout.data))]
     statics = [f"_a{i}" for i in range(len(layout.required_aux))]
     hybrid = [f"_h{j}" for j in range(len(layout.hybrid))]
     values = [f"(list({v}) if type({v}) is tuple else {v})" if n in layout.list_aux else v
               for n, v in zip(layout.required_aux, statics)]
-    state = [f"{n!r}: {v}" for n, v in zip((*layout.data, *layout.required_aux, VALIDATE),
-                                            [*leaves, *values, "va"])]
-    set_hybrid = [line for j, (_, name, _) in enumerate(layout.hybrid) for line in (
-        f"    if _h{j} is not None:",
-        f"        state[{name!r}] = _h{j}.value if type(_h{j}) is StaticValue else _h{j}")]
+    for j, (i, _, _) in enumerate(layout.hybrid):  # the static in the leaf's place, if any
+        leaves[i] = (f"({leaves[i]} if _h{j} is None else "
+                     f"_h{j}.value if type(_h{j}) is StaticValue else _h{j})")
+    fields = list(zip((*layout.data, *layout.required_aux, VALIDATE), [*leaves, *values, "va"]))
+    state = ", ".join(f"{n!r}: {v}" for n, v in fields)
     return [
         "def unflatten(statics, children):", "    try:",
-        f"        ({''.join(v + ', ' for v in leaves)}) = children",
+        f"        ({''.join(f'_{i}, ' for i in range(len(layout.data)))}) = children",
         f"        ({''.join(v + ', ' for v in (*statics, 'va', *hybrid))}absent) = statics",
         "    except (TypeError, ValueError):", "        invalid(statics, children)",
-        f"    state = {{{', '.join(state)}}}", *set_hybrid,
-        "    if absent:", "        drop_absent(state, absent, statics)",
-        "    d = new(cls)", "    for _k in state:", "        osa(d, _k, state[_k])",
-        *check, "    return d"]
+        "    d = new(cls)", "    if absent:", f"        state = {{{state}}}",
+        "        drop_absent(state, absent, statics)", "        for _k in state:",
+        "            osa(d, _k, state[_k])", "    else:",
+        *(f"        osa(d, {n!r}, {v})" for n, v in fields), *check, "    return d"]
 
 
 def _set_batch_lines(layout: _Layout, check: list[str]) -> list[str]:
