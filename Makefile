@@ -15,7 +15,7 @@ OLDEST_PINS := numpyro==0.21.0 jax==0.7.0 jaxlib==0.7.0
 OLDEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py
 
-.PHONY: bench test-bench release-check check test test-x64 test-integration test-default-codegen test-simplified-constants typecheck stubs test-properties test-oldest test-newest test-upstream \
+.PHONY: bench test-bench release-check check test test-x64 test-integration test-simplified-constants typecheck stubs test-properties test-oldest test-newest test-upstream \
 	test-upstream-slice test-mutation test-mutation-full test-mutation-sample docs clean browser
 
 $(STAMP): pyproject.toml
@@ -55,7 +55,7 @@ XDIST := -n auto --dist loadgroup
 
 # The inner loop, after each edit (about a minute on 2 cores with a warm venv): ruff, the import
 # contracts, pyright, and the tests of the core's own machinery with the property suite on its
-# covering set of kinds of class (tests/test_properties.py INDEPENDENT_OF_CLASS); the leaf
+# covering set of kinds of class (tests/helpers.py INDEPENDENT_OF_CLASS); the leaf
 # order across fresh processes is left to `make test`, the whole suite.
 CHECK_TESTS := tests/test_properties.py tests/test_pytree.py tests/test_hierarchies.py \
 	tests/test_messages.py tests/test_architecture.py
@@ -63,7 +63,7 @@ check: $(STAMP)
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports --no-logo --no-cache
 	$(MAKE) typecheck
-	STABLEDIST_PROPERTY_CLASSES=covering $(PY) -m pytest $(XDIST) -q \
+	STABLEDIST_COVERING_ONLY=tests/test_properties.py $(PY) -m pytest $(XDIST) -q \
 		-m "not integration and not xla_defaults" $(CHECK_TESTS) \
 		--deselect tests/test_pytree.py::test_leaf_order_identical_across_processes $(ARGS)
 
@@ -74,8 +74,8 @@ test: $(STAMP)
 	$(PY) -m pytest $(XDIST) -m "not integration and not xla_defaults" $(ARGS)
 
 # The property suite's comparisons with numpyro once more under jax_enable_x64, where Python
-# floats are float64 and mix with float32 arrays (CI's step after `make test`, which runs the
-# same tests without x64; its own process, as x64 is set for a whole process): numpyro's numbers read
+# floats are float64 and mix with float32 arrays (in CI on the newest stack, `make test-newest`;
+# `make test` runs the same tests without x64; its own process, as x64 is set for a whole process): numpyro's numbers read
 # eagerly (test_upstream) and inside a compiled program (test_jit, with the float64 casts of
 # tests/test_properties.py's FLOAT64_CLASSES). A round trip and a vmap over stacked instances
 # handle leaves whatever their dtype: their x64 runs repeated these two (make test runs them
@@ -87,9 +87,15 @@ test-x64: $(STAMP)
 
 # The tests that start fresh processes or environments (marked `integration`): the wheel in a
 # new venv, pyright and mypy on a user's file, every docs page on its own, two jax.distributed
-# processes. CI runs them after `make test` (the benchmark's smoke run: `make test-bench`).
+# processes; and the real workloads compared with numpyro (tests/test_workloads.py, marked
+# `xla_defaults`). All under XLA's default code generation, what users run: `make test` compiles
+# with a cheaper one (tests/conftest.py), where every comparison is between two computations
+# compiled under the same flags; a real program's two sides can be different programs (inputs in
+# another order, values stabledist hoists and numpyro computes in the trace). `make test-oldest`
+# runs the numbers-vs-numpyro tests under XLA's defaults too. CI runs these after `make test`
+# (the benchmark's smoke run: `make test-bench`).
 test-integration: $(STAMP) browser
-	STABLEDIST_TEST_XLA_DEFAULTS=1 $(PY) -m pytest $(XDIST) -m integration $(ARGS)
+	STABLEDIST_TEST_XLA_DEFAULTS=1 $(PY) -m pytest $(XDIST) -m "integration or xla_defaults" $(ARGS)
 
 # Chromium for the docs site's browser test (tests/test_docs_browser.py, driven by playwright):
 # Debian's package, installed when missing (playwright's own browser download is not used).
@@ -98,32 +104,19 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 browser:
 	@test -x $(CHROMIUM) || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
 
-# `make test` compiles with XLA's cheaper CPU code generation (tests/conftest.py: the suite
-# compiles thousands of small programs; every comparison is between two computations compiled
-# under the same flags). CI runs the tests that compare numbers with numpyro once more under
-# XLA's defaults, what users run, where the two sides can be different programs: compiled
-# programs whose inputs come in another order (stabledist's leaves in declaration order,
-# numpyro's in set order), and values stabledist computes apart (hoisted, cached) and numpyro
-# in the trace. Eager comparisons (the rest of test_numbers.py) run the same one-operation
-# programs on both sides, so the code generation cannot tell them apart. The real workloads
-# (tests/test_workloads.py, marked `xla_defaults`) run here only: `make test` leaves them out.
-DEFAULT_CODEGEN_TESTS := tests/test_numbers.py::test_same_numbers_under_jit tests/test_workloads.py \
-	tests/test_cache.py
-test-default-codegen: $(STAMP)
-	STABLEDIST_TEST_XLA_DEFAULTS=1 $(PY) -m pytest $(XDIST) -m "not integration" \
-		$(DEFAULT_CODEGEN_TESTS) $(ARGS)
-
 # JAX's simplified constants (JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1: closed-over arrays are
 # passed to compiled programs as arguments, not folded; off by default through jax 0.12): the
 # property suite's properties that close over an instance (its lazy values first read, or
 # hoisted, inside a transformation) and the cache's tests once more under it (CI). The
 # properties that pass an instance as an argument (jit, vmap, control flow) close over no
-# array of it: for them the setting changes nothing stabledist does. One pytest run (a test
-# function's node id selects every class it is parametrized over).
+# array of it: for them the setting changes nothing stabledist does. The properties run on the
+# covering set of kinds of class (how constants reach a program is the same code for every
+# class), the cache's tests on every class they name. One pytest run.
 SIMPLIFIED_TESTS := tests/test_properties.py::test_closure tests/test_properties.py::test_hoisting \
 	tests/test_cache.py
 test-simplified-constants: $(STAMP)
-	JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1 $(PY) -m pytest $(XDIST) $(SIMPLIFIED_TESTS) $(ARGS)
+	JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1 STABLEDIST_COVERING_ONLY=tests/test_properties.py \
+		$(PY) -m pytest $(XDIST) $(SIMPLIFIED_TESTS) $(ARGS)
 
 # pyright (standard mode, configured in pyproject.toml) on the package, stubs included.
 typecheck: $(STAMP)
@@ -194,13 +187,19 @@ NEWEST_STAMP := $(NEWEST_VENV)/.installed
 NEWEST_VERSIONS := 3.13 3.12
 # The tests that compare with numpyro (numbers, parity, handlers), the cache and hoisting, the
 # pytree, export, slicing and batching features, JAX's internals, and the property suite's
-# comparisons with numpyro and transformations (X64_PROPERTIES' selection and more): one pytest
-# run, so each class's tests share a worker and its compiled programs.
+# round trip and vmap: one pytest run, so each class's tests share a worker and its compiled
+# programs. In the feature modules (NEWEST_COVERING) a test of one class runs on the covering
+# set of kinds of class (tests/helpers.py INDEPENDENT_OF_CLASS): that code is the same for every
+# class, and `make test` runs every class on the main stack; the comparisons with numpyro run
+# every class here. The property suite's comparisons with numpyro run under x64 here
+# (`make test-x64` on this stack; `make test` runs them without).
 NEWEST_TESTS := tests/test_api.py tests/test_handlers.py tests/test_numbers.py \
 	tests/test_cache.py tests/test_pytree.py tests/test_export.py tests/test_slicing.py \
 	tests/test_batched.py tests/test_parity.py tests/test_jax_private.py tests/test_readme.py
-NEWEST_PROPERTIES := $(addprefix tests/test_properties.py::,test_jit test_upstream \
-	test_upstream_failures_still_fail test_round_trip test_vmap)
+NEWEST_PROPERTIES := $(addprefix tests/test_properties.py::,test_upstream_failures_still_fail \
+	test_round_trip test_vmap)
+NEWEST_COVERING := tests/test_api.py tests/test_pytree.py tests/test_export.py \
+	tests/test_slicing.py tests/test_batched.py tests/test_properties.py
 # Every documented example on the stack users install (each docs page and the README in a fresh
 # process, as tests/test_docs_examples.py runs them), and the multi-process program the parallel
 # guide shows (tests/test_multiprocess.py): integration tests, run with XLA's defaults. The
@@ -229,8 +228,9 @@ $(NEWEST_STAMP): pyproject.toml
 test-newest: $(NEWEST_STAMP)
 	$(NEWEST_PY) -c "import sys, numpyro, jax; print('Python', sys.version.split()[0], \
 		'numpyro', numpyro.__version__, 'jax', jax.__version__)"
-	$(NEWEST_PY) -m pytest $(XDIST) -m "not integration" $(NEWEST_TESTS) $(NEWEST_PROPERTIES) \
-		$(ARGS)
+	STABLEDIST_COVERING_ONLY="$(NEWEST_COVERING)" $(NEWEST_PY) -m pytest $(XDIST) \
+		-m "not integration" $(NEWEST_TESTS) $(NEWEST_PROPERTIES) $(ARGS)
+	$(MAKE) test-x64 PY=$(NEWEST_PY) STAMP=$(NEWEST_STAMP)
 	STABLEDIST_TEST_XLA_DEFAULTS=1 $(NEWEST_PY) -m pytest $(XDIST) -m integration \
 		$(NEWEST_DOCS_TESTS) $(ARGS)
 

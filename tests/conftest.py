@@ -38,10 +38,10 @@ def _accepted_xla_flags(flags: list[str]) -> tuple[list[str], list[str]]:
 # eager operation. Every comparison the suite
 # makes is between two computations compiled under the same flags (stabledist and numpyro, a
 # value and its reference), so "the same program gives the same bits" is tested all the same.
-# STABLEDIST_TEST_XLA_DEFAULTS=1 keeps XLA's defaults: CI's test-default-codegen (the
-# numbers-vs-numpyro tests), test-integration and test-oldest steps run that way. Only flags
-# the running jaxlib accepts are set (probed once per run, by the controller: pytest-xdist
-# workers and the processes tests start inherit the result); the header says which.
+# STABLEDIST_TEST_XLA_DEFAULTS=1 keeps XLA's defaults: CI's test-integration (the real
+# workloads), test-oldest (the numbers-vs-numpyro tests) and test-newest's docs pages run that
+# way. Only flags the running jaxlib accepts are set (probed once per run, by the controller:
+# pytest-xdist workers and the processes tests start inherit the result); the header says which.
 _WANTED_FLAGS = ["--xla_force_host_platform_device_count=4"]
 if os.environ.get("STABLEDIST_TEST_XLA_DEFAULTS") != "1":
     _WANTED_FLAGS += ["--xla_cpu_use_fusion_emitters=false", "--xla_backend_optimization_level=0"]
@@ -74,7 +74,7 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR",
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
 
-from helpers import BUILDERS, EXAMPLE_NAMES, class_group, worker_group  # noqa: E402
+from helpers import BUILDERS, EXAMPLE_NAMES, INDEPENDENT_OF_CLASS, class_group, worker_group  # noqa: E402
 
 
 @pytest.fixture(params=[pytest.param(b, id=i) for i, b in BUILDERS])
@@ -115,6 +115,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 
 _WORKERS_OF_CLASS: dict[str, set[str]] = {}
+
+
+# STABLEDIST_COVERING_ONLY="tests/a.py tests/b.py": in those modules a test of one distribution
+# class runs only for the covering set (helpers.INDEPENDENT_OF_CLASS), where the code under
+# test is the same for every class: `make check`'s property suite, and on the newest stack the
+# pytree, slicing and batching features (the comparisons with numpyro run every class there).
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    modules = set(os.environ.get("STABLEDIST_COVERING_ONLY", "").split())
+    if not modules:
+        return
+    covered = set(INDEPENDENT_OF_CLASS)
+    kept, dropped = [], []
+    for item in items:
+        group = class_group(item.nodeid)
+        outside = item.nodeid.split("::")[0] in modules and group not in (None, *covered)
+        (dropped if outside else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -43,14 +43,47 @@ def class_group(nodeid: str) -> str | None:
     return word if word in _GROUP_NAMES else None
 
 
+INDEPENDENT_OF_CLASS: dict[str, str] = {
+    "Normal": "a plain class: array fields only",
+    "MaskedDistribution": "a hybrid field (the mask: a static bool or an array leaf) and a child",
+    "MixtureGeneral": "a holder of children: a list of components and a mixing distribution",
+    "Categorical": "a factory: the keyword decides the class (CategoricalLogits, ...Probs)",
+    "UserDist": "a user's class through make_stable: a lazy value computed from another, a "
+                "child built by its constructor (tests/helpers.py, importable by the workers)",
+    "TwoSidedTruncatedDistribution": "truncated: a base, constraints holding array bounds, "
+                                     "lazy normalizers computed from each other",
+    "IntervalCensoredDistribution": "censored: a base and two arrays of censoring flags",
+}
+"""The covering set: the classes tests/test_properties.py's `test_hash_seed`, `test_release` and
+`test_threads` run on, one per kind of instance the core's code walks (and, with
+``STABLEDIST_COVERING_ONLY``, every test of one class in the modules it names:
+tests/conftest.py). Why these properties do not depend on the class: the leaf order is one
+function of a class's declared fields (stabledist._src.construction.describe, computed once per
+class in every process); the release is the cache's weak-key bookkeeping of an instance and of the
+children it holds; one value per lazy property for racing threads is the cache's store. Each
+class differs only in the shape of what that code walks (fields, hybrid fields, one child, a
+list of them, a factory's choice, a user's class, constraints holding arrays), and this set has
+one class of each. Every catalog example's layout is also compared across hash seeds by
+tests/test_pytree.py::test_leaf_order_identical_across_processes (a class's declared fields are
+data, so a class could still list them in a set)."""
+
+# Modules whose every test runs its own fresh processes and shares nothing with the others
+# (no module-scoped fixture): each test is a group of its own, so the workers split them
+# (the docs pages, a fresh process each, took one worker for three minutes as one group).
+SPREAD_MODULES = frozenset({"tests/test_docs_examples.py", "tests/test_scenarios.py"})
+
+
 def worker_group(nodeid: str) -> str:
     """Where ``make test`` runs a test: with its class (`class_group`), else with its module
-    (whose tests may share module-scoped fixtures and compiled programs)."""
-    return class_group(nodeid) or nodeid.split("::")[0]
+    (whose tests may share module-scoped fixtures and compiled programs), alone in a module of
+    `SPREAD_MODULES`."""
+    module = nodeid.split("::")[0]
+    return class_group(nodeid) or (nodeid if module in SPREAD_MODULES else module)
 
 
-__all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "UserDist", "class_group",
-           "compiled_reads", "nd", "sd", "worker_group"]
+__all__ = ["BUILDERS", "CLASS_NAMES", "EXAMPLE_NAMES", "FACTORY_NAMES", "INDEPENDENT_OF_CLASS",
+           "SPREAD_MODULES", "UserDist", "class_group", "compiled_reads", "nd", "sd",
+           "worker_group"]
 
 
 def _read(what: str, d, args: tuple):

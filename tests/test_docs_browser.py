@@ -302,36 +302,39 @@ def test_every_built_page_is_checked(site: Path) -> None:
 
 
 MAX_SHOWN = 60  # problems listed per page
+NEXT_FRAME_JS = "() => new Promise((done) => requestAnimationFrame(() => done(null)))"
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.strip("/") or "index")
 def test_page_in_browser(path: str, server: str, browser) -> None:
+    """The page loaded once, at the first width, then resized to each other width (CSS lays
+    it out again; a load per width cost a second each, over every page of the site)."""
     problems: list[str] = []
-    for width_name, (width, height) in WIDTHS.items():
-        context = browser.new_context(viewport={"width": width, "height": height})
-        try:
-            page = context.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda error, errors=errors: errors.append(str(error)))
-            response = page.goto(server + path, wait_until="load")
-            assert response is not None
-            if response.status != 200 and path != "/404.html":
-                problems.append(f"[{width_name}] HTTP {response.status}")
-                continue
-            page.wait_for_load_state("networkidle")
+    (first, size), *others = WIDTHS.items()
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        response = page.goto(server + path, wait_until="load")
+        assert response is not None
+        if response.status != 200 and path != "/404.html":
+            pytest.fail(f"{path}: HTTP {response.status}")
+        page.wait_for_load_state("networkidle")
+        content = page.evaluate(CONTENT_JS)  # the same markup, links and images at every width
+        problems += [f"broken image: {src}" for src in content["broken"]]
+        problems += _raw_markup(content["text"])
+        problems += _broken_links(content["links"], server)
+        problems += [f"private or dunder name in the API reference: {name}"
+                     for name in content["names"] if name.rpartition(".")[2].startswith("_")]
+        for width_name, (width, height) in [(first, size), *others]:
+            page.set_viewport_size({"width": width, "height": height})
+            page.evaluate(NEXT_FRAME_JS)  # the page's own resize handlers have run
             problems += [f"[{width_name} {width}px] {p}" for p in page.evaluate(OVERFLOW_JS)]
-            problems += [f"[{width_name}] javascript error: {e}" for e in errors]
-            if width_name == "desktop":  # the same markup, links and images at every width
-                content = page.evaluate(CONTENT_JS)
-                problems += [f"broken image: {src}" for src in content["broken"]]
-                problems += _raw_markup(content["text"])
-                problems += _broken_links(content["links"], server)
-                problems += [f"private or dunder name in the API reference: {name}"
-                             for name in content["names"]
-                             if name.rpartition(".")[2].startswith("_")]
-        finally:
-            context.close()
+        problems += [f"javascript error: {e}" for e in errors]
+    finally:
+        context.close()
     problems = list(dict.fromkeys(problems))
     shown = problems[:MAX_SHOWN] + ([f"... and {len(problems) - MAX_SHOWN} more"]
                                     if len(problems) > MAX_SHOWN else [])

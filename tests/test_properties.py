@@ -40,7 +40,7 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from helpers import CLASS_NAMES, FACTORY_NAMES, UserDist, nd
+from helpers import CLASS_NAMES, FACTORY_NAMES, INDEPENDENT_OF_CLASS, UserDist, nd
 from hypothesis import assume, given, seed, settings
 from hypothesis import strategies as st
 
@@ -55,31 +55,6 @@ THOROUGH = os.environ.get("STABLEDIST_HYPOTHESIS_PROFILE", "ci") == "thorough"
 TESTED_CLASSES = [name for name in CLASS_NAMES if name not in catalog.EXCLUDED]
 """Every public class with a catalog example: all but the abstract bases of EXCLUDED, which
 test_classes_without_example_are_abstract keeps honest (nothing is collected to be skipped)."""
-
-INDEPENDENT_OF_CLASS: dict[str, str] = {
-    "Normal": "a plain class: array fields only",
-    "MaskedDistribution": "a hybrid field (the mask: a static bool or an array leaf) and a child",
-    "MixtureGeneral": "a holder of children: a list of components and a mixing distribution",
-    "Categorical": "a factory: the keyword decides the class (CategoricalLogits, ...Probs)",
-    "UserDist": "a user's class through make_stable: a lazy value computed from another, a "
-                "child built by its constructor (tests/helpers.py, importable by the workers)",
-    "TwoSidedTruncatedDistribution": "truncated: a base, constraints holding array bounds, "
-                                     "lazy normalizers computed from each other",
-    "IntervalCensoredDistribution": "censored: a base and two arrays of censoring flags",
-}
-"""The classes `test_hash_seed`, `test_release` and `test_threads` run on, one per kind of instance
-the core's code walks. Why these properties do not depend on the class: the leaf order is one
-function of a class's declared fields (stabledist._src.construction.describe, computed once per
-class in every process); the release is the cache's weak-key bookkeeping of an instance and of the
-children it holds; one value per lazy property for racing threads is the cache's store. Each
-class differs only in the shape of what that code walks (fields, hybrid fields, one child, a
-list of them, a factory's choice, a user's class, constraints holding arrays), and this set has
-one class of each. Every catalog example's layout is also compared across hash seeds by
-tests/test_pytree.py::test_leaf_order_identical_across_processes (a class's declared fields are
-data, so a class could still list them in a set)."""
-
-if os.environ.get("STABLEDIST_PROPERTY_CLASSES") == "covering":  # `make check`'s inner loop
-    TESTED_CLASSES = [name for name in TESTED_CLASSES if name in INDEPENDENT_OF_CLASS]
 
 
 KEY = jax.random.PRNGKey(0)

@@ -14,7 +14,7 @@ compilation, and numpyro's and stabledist's programs are the same HLO, so the se
 each pair hits JAX's compilation cache.
 
 They run under XLA's default code generation, the one users run (``make
-test-default-codegen``, CI), and only there: ``make test``'s cheaper code generation ran them
+test-integration``, CI), and only there: ``make test``'s cheaper code generation ran them
 once more (90 worker-seconds of a clean clone's run) to compare the same two programs again.
 """
 
@@ -44,7 +44,7 @@ from numpyro.infer.util import log_density
 
 import stabledist as sd
 
-pytestmark = pytest.mark.xla_defaults  # `make test-default-codegen` (the docstring)
+pytestmark = pytest.mark.xla_defaults  # `make test-integration` (the docstring)
 
 Workload = Callable[..., Any]
 

@@ -79,10 +79,10 @@ SEARCH = ("test", "test/contrib", "test/contrib/distributions")
 # test_compile). Chosen so that modes A and B together take a few minutes on 2 cores
 # (CONTRIBUTING.md, "numpyro's own test suite").
 SLICE = {
-    "test_distributions.py": 50,
+    "test_distributions.py": 100,
     "test_gof.py": 50,
-    "test_flows.py": 4,
-    "test_distributions_mixture.py": 4,
+    "test_flows.py": 8,
+    "test_distributions_mixture.py": 6,
 }
 SLICE_MODES = ("substituted", "stable-internals")
 
