@@ -8,6 +8,7 @@ tables are measured in a fresh process per library (`benchmarks.bench_scale_chil
 
 from __future__ import annotations
 
+import gc
 import tempfile
 import time
 from collections.abc import Callable
@@ -136,13 +137,18 @@ def _staging_case(name: str, maker: Callable[[Any, int], Callable[[], None]], n:
                   values: dict[str, jax.Array], reps: int, compile_too: bool,
                   warm: bool) -> tuple[list[Case], dict[str, Any]]:
     """``reps`` interleaved traces (and compiles) per variant, GC on, each a new function;
-    ``warm``: one untimed trace per variant first (eager kernels, hoisting's decisions)."""
+    ``warm``: one untimed trace per variant first (eager kernels, hoisting's decisions). Each
+    repetition starts after a full collection (untimed): both libraries allocate alike (the
+    same objects survive a trace), so a generation-2 collection of this process's large heap
+    (150 ms) lands in whichever repetition crosses the threshold, two of five in one variant's
+    by chance; the collections left are counted in the detail."""
     records: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
     compiled: dict[str, Any] = {}
     watch = GcWatch()
 
     def timed(variant: str) -> Timed:
         def run(number: int) -> int:
+            gc.collect()
             watch.label = variant
             rec, fn = _stage(maker, MODULES[variant], n, values, compile_too)
             watch.label = None
@@ -248,6 +254,9 @@ def read_values(tree: list[Any]) -> None:
 
 
 OPS = ("flatten", "unflatten", "tree_map")
+TREE_REP_MS = 50.0
+"""A repetition of the pytree operations lasts this long: several round trips of 2,000
+distributions, not one, whose time swings twofold with where the allocator finds memory."""
 
 
 def _tree_ops(tree: list[Any]) -> dict[str, Callable[[], Any]]:
@@ -270,7 +279,7 @@ def tree_cases(result: BenchResult, profile: Profile) -> None:
                 for tree in trees.values():
                     read_values(tree)
             ops = {f"{v}|{op}": f for v in VARIANTS for op, f in _tree_ops(trees[v]).items()}
-            samples, gcs = measure_gc(ops, profile.scale_reps, profile.closure_rep_ms)
+            samples, gcs = measure_gc(ops, profile.scale_reps, TREE_REP_MS)
             params = {"n": n, "read": read, "unit": "ns/call"}
             for op in OPS:
                 result.cases.append(Case(
