@@ -204,10 +204,18 @@ def sites_cases(result: BenchResult, profile: Profile) -> None:
             result.cases.append(_per_call_case("sites", n, compiled, values, profile))
 
 
+def fresh_weight(profile: Profile) -> int:
+    """Progress steps one size of the fresh-process case counts for: two per pair of processes
+    and one (measured: 50 s for three pairs, against 5-7 s for each other step of `scale`),
+    so the time-left estimate does not swell while it runs."""
+    return 2 * profile.scale_fresh_processes + 1
+
+
 def fresh_sites_cases(result: BenchResult, profile: Profile) -> None:
     """The many-site model's first trace and compile in fresh processes."""
     for n in profile.scale_fresh_sites:
-        step(f"scale: a model with {n} sample sites in fresh processes", weight=2)
+        step(f"scale: a model with {n} sample sites in fresh processes",
+             weight=fresh_weight(profile))
         result.cases += fresh_process_cases("sites", (n,), profile.scale_fresh_processes,
                                             f"sites {n}", {"n": n, "unit": "s",
                                                            "kind": "sites_fresh"},
@@ -356,5 +364,5 @@ def bench_scale(profile: Profile) -> BenchResult:
 
 def steps(profile: Profile) -> int:
     return (len({*profile.scale_sites, *profile.scale_compile_sites})
-            + 2 * len(profile.scale_fresh_sites) + len(profile.scale_plate)
+            + fresh_weight(profile) * len(profile.scale_fresh_sites) + len(profile.scale_plate)
             + 2 * len(profile.scale_tree) + 4 * CHILD_WEIGHT)

@@ -61,7 +61,10 @@ class PhaseRecorder:
     def split(self) -> dict[str, float]:
         """Seconds per phase (``trace``, ``lower``, ``compile``, ``run``), ``total`` and
         ``xla_compiles`` (number of backend compiles, eager per-primitive ones included)."""
-        c, lo, t = self.spans[COMPILE], self.spans[LOWER], self.spans[TRACE]
+        # clipped to the window: a span that began before it (another thread's compile)
+        # is not this run's, and the parts never add up to more than the total
+        c, lo, t = ([(max(a, self.t0), min(b, self.t1)) for a, b in self.spans[k]
+                     if min(b, self.t1) > max(a, self.t0)] for k in (COMPILE, LOWER, TRACE))
         lc, lcl, lall = (_union_length(spans) for spans in (c, c + lo, c + lo + t))
         total = self.t1 - self.t0
         return {"trace": lall - lcl, "lower": lcl - lc, "compile": lc,

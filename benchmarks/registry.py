@@ -720,7 +720,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "properties repeatedly",
         run=Deferred("bench_compiled", "bench_compile"),
         steps=lambda p: 2 * p.compile_processes,
-        seconds=_planned(smoke=25, quick=28, default=45, full=100, accelerator=45),
+        seconds=_planned(smoke=25, quick=28, default=30, full=100, accelerator=45),
         rows=_compile_rows,
     ),
     Benchmark(
@@ -745,7 +745,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="persistent compilation cache across processes (another PYTHONHASHSEED) "
         "and retraces of a jitted function taking distributions",
         run=Deferred("bench_pcache", "bench_pcache"), steps=Deferred("bench_pcache", "steps"),
-        seconds=_planned(smoke=2, quick=5, default=18, full=90, accelerator=35), rows=_pcache_rows,
+        seconds=_planned(smoke=2, quick=5, default=25, full=90, accelerator=35), rows=_pcache_rows,
         targets=(
             Target("pcache", "second process (other PYTHONHASHSEED) hits JAX's persistent "
                    "cache", rank=7,
@@ -760,7 +760,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         name="memory", heading="create / read / drop churn",
         summary="cache size and process RSS over create/read/drop cycles (subprocesses)",
         run=Deferred("bench_memory", "bench_memory"), steps=lambda p: 1,
-        seconds=_planned(smoke=4, quick=10, default=17, full=150, accelerator=25),
+        seconds=_planned(smoke=4, quick=10, default=10, full=150, accelerator=25),
         rows=_memory_rows,
         targets=(Target("rss", "RSS flat over the churn run (under 20 MB growth)", rank=5,
                         check=_on_case("rss growth", _rss_target), timing=False),),
@@ -804,7 +804,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="import stabledist against import numpyro.distributions: wall time and peak "
         "RSS in paired fresh processes, and whether the import started a JAX backend",
         run=Deferred("bench_import", "bench_import"), steps=lambda p: p.import_reps,
-        seconds=lambda p: 2.6 * p.import_reps, rows=import_rows,
+        seconds=lambda p: 3.5 * p.import_reps, rows=import_rows,
         targets=(Target("import", f"import stabledist at most {MAX_RATIO:.2f}x the wall time "
                         f"of import numpyro.distributions and at most +{MAX_EXTRA_MIB:g} MiB "
                         "peak RSS (medians of paired fresh processes), no backend started",
