@@ -75,14 +75,15 @@ FILES = (
 SEARCH = ("test", "test/contrib", "test/contrib/distributions")
 
 # The CI slice: of each file named here every K-th test (by zlib.crc32 of the node id, so
-# the slice is fixed), all tests of the other files (test_handlers, test_pickle,
-# test_compile). Chosen so that modes A and B together take a few minutes on 2 cores
-# (CONTRIBUTING.md, "numpyro's own test suite").
+# the slice is fixed), all tests of the other file (test_compile). Chosen so that modes A
+# and B together take a few minutes on 2 cores (CONTRIBUTING.md, "numpyro's own test suite").
 SLICE = {
     "test_distributions.py": 100,
     "test_gof.py": 50,
     "test_flows.py": 8,
     "test_distributions_mixture.py": 6,
+    "test_handlers.py": 2,
+    "test_pickle.py": 2,
 }
 SLICE_MODES = ("substituted", "stable-internals")
 
