@@ -71,16 +71,17 @@ def _loops(fn: Timed, rep_ms: float) -> int:
 
 
 def measure_gc(ops: dict[str, Callable[[], Any]], reps: int, rep_ms: float
-               ) -> tuple[dict[str, list[float]], dict[str, dict[str, float]]]:
+               ) -> tuple[dict[str, list[float]], dict[str, int], dict[str, dict[str, float]]]:
     """Per-call ns of each variant over ``reps`` interleaved repetitions (calibrated, GC on),
-    and each variant's collections during the repetitions (`GcWatch.summary`)."""
+    the calls per repetition, and each variant's collections during the repetitions
+    (`GcWatch.summary`)."""
     watch = GcWatch()
     with watch.active():
         fns = {v: gc_timer(op, watch, v) for v, op in ops.items()}
         loops = {v: _loops(fn, rep_ms) for v, fn in fns.items()}
         watch.records.clear()
         samples = interleave(fns, loops, reps)
-    return samples, {v: watch.summary(v) for v in ops}
+    return samples, loops, {v: watch.summary(v) for v in ops}
 
 
 def site_model(m: Any, n: int) -> Callable[[], None]:
@@ -262,6 +263,13 @@ def read_values(tree: list[Any]) -> None:
 
 
 OPS = ("flatten", "unflatten", "tree_map")
+
+
+def _spent_ms(samples: dict[str, list[float]], loops: dict[str, int], variant: str) -> float:
+    """The time a round trip's repetitions took in all (flatten's and unflatten's), in ms: what
+    a collection's milliseconds are a share of."""
+    return sum(sum(samples[f"{variant}|{op}"]) * loops[f"{variant}|{op}"]
+               for op in ("flatten", "unflatten")) * 1e-6
 TREE_REP_MS = 50.0
 """A repetition of the pytree operations lasts this long: several round trips of 2,000
 distributions, not one, whose time swings twofold with where the allocator finds memory."""
@@ -287,12 +295,13 @@ def tree_cases(result: BenchResult, profile: Profile) -> None:
                 for tree in trees.values():
                     read_values(tree)
             ops = {f"{v}|{op}": f for v in VARIANTS for op, f in _tree_ops(trees[v]).items()}
-            samples, gcs = measure_gc(ops, profile.scale_reps, TREE_REP_MS)
+            samples, loops, gcs = measure_gc(ops, profile.scale_reps, TREE_REP_MS)
             params = {"n": n, "read": read, "unit": "ns/call"}
             for op in OPS:
                 result.cases.append(Case(
                     f"pytree {n}, {state}: {op}", {**params, "kind": f"tree_{op}"},
                     {v: samples[f"{v}|{op}"] for v in VARIANTS},
+                    {v: loops[f"{v}|{op}"] for v in VARIANTS},
                     extra={"gc": {v: gcs[f"{v}|{op}"] for v in VARIANTS}}))
             trip = {v: [a + b for a, b in zip(samples[f"{v}|flatten"],
                                               samples[f"{v}|unflatten"])] for v in VARIANTS}
@@ -300,7 +309,8 @@ def tree_cases(result: BenchResult, profile: Profile) -> None:
                 f"pytree {n}, {state}: flatten+unflatten", {**params, "kind": "tree_trip"},
                 trip, extra={"gc": {v: {k: gcs[f"{v}|flatten"][k] + gcs[f"{v}|unflatten"][k]
                                         for k in ("gen2", "gen2_ms", "collections")}
-                                    for v in VARIANTS}}))
+                                    for v in VARIANTS},
+                             "spent_ms": {v: _spent_ms(samples, loops, v) for v in VARIANTS}}))
             del ops
         del trees
 

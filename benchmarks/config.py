@@ -100,13 +100,13 @@ DEFAULT = Profile(
     e2e_warmup=200, e2e_samples=200, e2e_svi_steps=500, e2e_reps=3,
     e2e_models=("regression", "gp_predict"), e2e_methods=("SVI",), e2e_prewarm=True,
     e2e_chains=None,
-    pcache_reps=1, import_reps=8, churn_cycles=5_000, churn_points=25, churn_light=False,
-    scale_sites=(10, 30, 100), scale_compile_sites=(10, 30), scale_fresh_sites=(60,),
-    scale_fresh_processes=3, scale_plate=(1_000, 100_000),
+    pcache_reps=1, import_reps=5, churn_cycles=5_000, churn_points=25, churn_light=False,
+    scale_sites=(10, 30), scale_compile_sites=(10, 30), scale_fresh_sites=(60,),
+    scale_fresh_processes=3, scale_plate=(1_000, 10_000),
     scale_tree=(100, 1_000, 2_000), scale_reps=5, scale_memory=2_000, scale_cycles=(1_000,),
-    scale_shapes=12, scale_classes=4, judge_timing=True,
+    scale_shapes=8, scale_classes=3, judge_timing=True,
 )
-"""A verdict on every target in about 4 minutes on 2 cores; the long runs (NUTS, batch
+"""A verdict on every target in about 6 minutes on 2 cores; the long runs (NUTS, batch
 1,000,000, cold compiles, 10,000 sample sites, pytrees of 100,000) are `--full`'s."""
 
 PROFILES: dict[str, Profile] = {

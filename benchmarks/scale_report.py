@@ -198,7 +198,7 @@ def _gc_share(case: Case) -> str:
     parts = []
     for v in ("stabledist", "numpyro"):
         gc = case.extra.get("gc", {}).get(v, {})
-        total_ms = sum(case.samples.get(v) or [0.0]) * 1e-6  # ns per call -> ms
+        total_ms = case.extra.get("spent_ms", {}).get(v, 0.0)
         share = gc.get("gen2_ms", 0.0) / total_ms if total_ms else 0.0
         parts.append(f"{v} {int(gc.get('gen2', 0))} gen-2 collections, {share:.0%} of its time")
     return ", ".join(parts)

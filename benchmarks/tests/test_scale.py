@@ -89,11 +89,21 @@ def test_flatten_target_needs_5x_at_every_size_by_the_median() -> None:
     # collections' share are in the detail
     spiked = _trip(1000, 8.0)
     spiked.samples = {"numpyro": [8e6] * 5, "stabledist": [1e7, 1e6, 1e6, 1e6, 1e6]}
-    spiked.extra = {"gc": {"stabledist": {"gen2": 1, "gen2_ms": 9.0}, "numpyro": {}}}
+    # ten round trips per repetition: 140 ms in stabledist's repetitions, 9 of them collecting
+    spiked.extra = {"gc": {"stabledist": {"gen2": 1, "gen2_ms": 9.0}, "numpyro": {}},
+                    "spent_ms": {"stabledist": 140.0, "numpyro": 400.0}}
     verdict = flatten_target(_result([spiked]))
     assert verdict is not None and verdict.passed is True and "8.0x" in verdict.value
-    assert "mean 2.9x" in verdict.detail and "stabledist 1 gen-2 collections, 64%" in (
+    assert "mean 2.9x" in verdict.detail and "stabledist 1 gen-2 collections, 6%" in (
         verdict.detail)
+
+
+def test_a_round_trips_time_counts_every_call_of_its_repetitions() -> None:
+    from benchmarks.bench_scale import _spent_ms
+
+    samples = {"v|flatten": [1e6, 2e6], "v|unflatten": [3e6, 3e6], "v|tree_map": [9e9]}
+    loops = {"v|flatten": 10, "v|unflatten": 5, "v|tree_map": 1}
+    assert _spent_ms(samples, loops, "v") == pytest.approx(30.0 + 30.0)
 
 
 def _children(sd_traced: float = 3300.0, sd_kept: float = 0.0, sd_gen2: int = 0,
