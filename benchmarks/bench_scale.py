@@ -25,6 +25,7 @@ from benchmarks import child
 from benchmarks.bench_scale_child import GcWatch
 from benchmarks.common import MODULES, fresh_process_cases, quiet
 from benchmarks.config import Profile
+from benchmarks.programs import sites_point
 from benchmarks.scale_report import child_result_cases
 from stabledist.benchmark._measure import (
     BenchResult,
@@ -206,21 +207,21 @@ def sites_cases(result: BenchResult, profile: Profile) -> None:
 
 
 def fresh_weight(profile: Profile) -> int:
-    """Progress steps one size of the fresh-process case counts for: two per pair of processes
-    and one (measured: 50 s for three pairs, against 5-7 s for each other step of `scale`),
+    """Progress steps one size of the fresh-process case counts for: one per pair of processes
+    and one (measured: 22 s for three pairs, against 2-9 s for each other step of `scale`),
     so the time-left estimate does not swell while it runs."""
-    return 2 * profile.scale_fresh_processes + 1
+    return profile.scale_fresh_processes + 1
 
 
 def fresh_sites_cases(result: BenchResult, profile: Profile) -> None:
-    """The many-site model's first trace and compile in fresh processes."""
+    """The many-site model's log density: its first trace and compile in fresh processes,
+    nothing traced or drawn before it there."""
     for n in profile.scale_fresh_sites:
         step(f"scale: a model with {n} sample sites in fresh processes",
              weight=fresh_weight(profile))
-        result.cases += fresh_process_cases("sites", (n,), profile.scale_fresh_processes,
-                                            f"sites {n}", {"n": n, "unit": "s",
-                                                           "kind": "sites_fresh"},
-                                            eager_init=True)
+        result.cases += fresh_process_cases("sites_density", (sites_point(n),),
+                                            profile.scale_fresh_processes, f"sites {n}",
+                                            {"n": n, "unit": "s", "kind": "sites_fresh"}, n=n)
 
 
 def plate_cases(result: BenchResult, profile: Profile) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import numpyro.distributions as nd
+from numpyro.distributions.distribution import Distribution as NumpyroDistribution
 from numpyro.distributions.util import lazy_property
 
 import stabledist as sd
@@ -19,7 +20,7 @@ from stabledist._src.lazy.introspect import class_attribute, lazy_names
 from stabledist._src.lazy.reads import cached_lazy_property, lazy_property_of
 
 __all__ = ["MODULES", "fresh_process_cases", "is_stable_lazy", "lazy_names", "quiet",
-           "recompute_fn", "spd"]
+           "recompute_fn", "spd", "unchecked"]
 
 MODULES: dict[str, types.ModuleType] = {"numpyro": nd, "stabledist": sd}
 """The two implementations, by variant name."""
@@ -31,6 +32,20 @@ def quiet() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
+
+
+@contextmanager
+def unchecked() -> Iterator[None]:
+    """Quiet builds whose argument checks are skipped: the catalog's examples ask for
+    ``validate_args=True``, and the checks compile eager operations of their own (a third of
+    the time of the catalog's first builds) that no benchmark of reads measures."""
+    check = NumpyroDistribution.validate_args
+    NumpyroDistribution.validate_args = lambda self, strict=True: None  # type: ignore
+    try:
+        with quiet():
+            yield
+    finally:
+        NumpyroDistribution.validate_args = check  # type: ignore[method-assign]
 
 
 def recompute_fn(cls: type, name: str) -> Callable[[Any], Any]:
@@ -57,17 +72,18 @@ PROGRAMS = Path(__file__).with_name("programs.py")
 
 
 def fresh_process_cases(program: str, args: tuple, processes: int, label: str,
-                        params: dict[str, Any], eager_init: bool = False) -> list[Any]:
-    """The first trace and compile of ``benchmarks.programs:<program>(*args)``'s jitted log
-    density in fresh processes, as a user's first ``jit`` pays it, measured by
-    `stabledist.benchmark.model` (calls timed briefly: they are not these cases)."""
+                        params: dict[str, Any], **kwargs: Any) -> list[Any]:
+    """The first trace and compile of ``jax.jit(benchmarks.programs:<program>)(*args)``
+    (``kwargs`` bound) in fresh processes, the first thing jitted there, as a user's first
+    ``jit`` pays it, measured by `stabledist.benchmark.function` (calls timed briefly: they
+    are not these cases)."""
     from stabledist import benchmark
     from stabledist.benchmark._measure import Case
 
     # by its file: the benchmarks package imports stabledist's own modules, and numpyro's
     # process must not
-    report = benchmark.model(f"{PROGRAMS}:{program}", *args, processes=processes,
-                             eager_init=eager_init, reps=2, rep_ms=2.0, quiet=True)
+    report = benchmark.function(f"{PROGRAMS}:{program}", *args, processes=processes, reps=2,
+                                rep_ms=2.0, quiet=True, **kwargs)
     return [Case(f"{label}: {FRESH_PHASES[c.params['phase']]} (fresh process)",
                  {**params, "kind": f"{params['kind']}_{c.params['phase'].removesuffix('_s')}"},
                  c.samples)

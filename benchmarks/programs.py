@@ -56,3 +56,17 @@ def sites(n: int) -> None:
         else:
             numpyro.sample(f"s{i}", dist.MultivariateNormal(np.zeros(2, np.float32), cov),
                            obs=None if obs is None else np.full(2, obs, np.float32))
+
+
+def sites_density(values: dict[str, Any], n: int) -> Any:
+    """`sites`' log density at ``values`` (`sites_point`): jitted first thing in a fresh
+    process, its trace is the first trace of the model there, as a user's first ``jit``."""
+    from numpyro.infer.util import log_density
+
+    return log_density(sites, (n,), {}, values)[0]
+
+
+def sites_point(n: int) -> dict[str, np.ndarray]:
+    """A point of `sites`' latent sites (the even ones), as NumPy arrays (they pickle)."""
+    return {f"s{i}": np.full((2,) if i % 3 == 2 else (), 0.5, np.float32)
+            for i in range(0, n, 2)}

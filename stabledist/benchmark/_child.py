@@ -77,38 +77,64 @@ def load(spec: str) -> Any:
 
 class _Reads:
     """The lazy values read under a trace, with the equations each read put in the program
-    (0: it entered as a constant)."""
+    (0: it entered as a constant). A read is only noted while the program is traced (its
+    instance as shapes and dtypes); its equations are counted afterwards (`as_list`), so the
+    timed trace holds none of this bookkeeping."""
 
     def __init__(self) -> None:
         self.found: dict[tuple[str, str], list[int]] = {}
-        self.busy = False
+        self.pending: list[tuple[tuple[str, str], Callable[[Any], Any], Any, Any]] = []
+        self.counting = False  # reads made by the counting itself are not the program's
 
     def record(self, instance: Any, name: str, compute: Callable[[Any], Any], value: Any,
                only_traced: bool = False) -> None:
         """A read that gave ``value``: one that holds a tracer was computed in the program
-        (its equations are counted by tracing ``compute`` alone); one that does not entered
-        it as a constant (recorded unless ``only_traced``: numpyro's reads outside a trace)."""
+        (its equations are counted later, by tracing ``compute`` alone on an instance of the
+        same shapes); one that does not entered it as a constant (recorded unless
+        ``only_traced``: numpyro's reads outside a trace)."""
         import jax
         from jax.core import Tracer
 
-        if self.busy:
+        if self.counting:
             return
-        equations = 0
-        traced = any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(value))
-        if not traced and only_traced:
+        key = (type(instance).__qualname__, name)
+        if not any(isinstance(x, Tracer) for x in jax.tree_util.tree_leaves(value)):
+            if not only_traced:
+                self.found.setdefault(key, []).append(0)
             return
-        if traced:
-            self.busy = True
-            try:
-                jaxpr = jax.make_jaxpr(compute)(instance).jaxpr
-                equations = _measure_module().count_equations(jaxpr)
-            except Exception:  # a value that cannot be re-derived on its own: unknown
-                equations = -1
-            finally:
-                self.busy = False
-        self.found.setdefault((type(instance).__qualname__, name), []).append(equations)
+        leaves, treedef = jax.tree_util.tree_flatten(instance)
+        try:
+            avals = [jax.typeof(x) for x in leaves]
+            shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                      for a in avals]
+        except TypeError:  # a leaf that is no array: its equations stay unknown
+            shapes = None
+        self.pending.append((key, compute, treedef, shapes))
+
+    def _count(self) -> None:
+        import jax
+
+        self.counting = True
+        try:
+            for key, compute, treedef, shapes in self.pending:
+                try:
+                    jaxpr = jax.make_jaxpr(
+                        lambda *leaves, c=compute, t=treedef: c(t.unflatten(leaves))
+                    )(*shapes).jaxpr
+                    equations = _measure_module().count_equations(jaxpr)
+                except Exception:  # a value that cannot be re-derived on its own: unknown
+                    equations = -1
+                self.found.setdefault(key, []).append(equations)
+        finally:
+            self.pending.clear()
+            self.counting = False
+
+    def clear(self) -> None:
+        self.found.clear()
+        self.pending.clear()
 
     def as_list(self) -> list[list[Any]]:
+        self._count()
         return [[owner, name, sum(e for e in eqns if e >= 0) if min(eqns) >= 0 else None,
                  len(eqns)] for (owner, name), eqns in sorted(self.found.items())]
 
@@ -159,7 +185,7 @@ def _time_program(fn: Callable[..., Any], args: tuple, reps: int, rep_ms: float,
     import jax
 
     measure = _measure_module()
-    reads.found.clear()
+    reads.clear()
     seconds, traced, compiled = measure.staged(jax.jit(fn), *args)
     calls = measure.call_timer(lambda: compiled(*args))
     loops = measure.calibrate(calls, rep_ms * 1e6, 100_000)
