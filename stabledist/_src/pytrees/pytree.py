@@ -154,7 +154,7 @@ def _batch_check_lines(rule: BatchRule | None, layout: _Layout, nested: tuple[st
     if rule.keep:
         return restore
     if not rule.arrays:
-        marks = " or ".join(f"STORED in getattr(_{i}, '__dict__', ())" for i, _ in rule.children)
+        marks = " or ".join(f"getattr(_{i}, STORED, None) is not None" for i, _ in rule.children)
         return [f"    if {marks}:", "        return derive(d, children)", *restore]
     batch, event = (f"_a{layout.required_aux.index(n)}" for n in BASE_AUX)
     ranks = [f"len(getattr(_{i}, 'shape', ()))"
@@ -173,12 +173,15 @@ def _batch_check_lines(rule: BatchRule | None, layout: _Layout, nested: tuple[st
 
 def _restore_lines(layout: _Layout, nested: tuple[str, ...]) -> list[str]:
     """``restore_children`` for the nested fields, called only when one of them may hold a
-    derived distribution (its ``__dict__`` has the stored shape, or it is a list or tuple):
-    most rebuilt parents hold none, and the call is most of their unflatten."""
+    derived distribution (it has the stored shape, or it is a list or tuple): most rebuilt
+    parents hold none, and the call is most of their unflatten. The test reads the attribute,
+    never the child's ``__dict__``: asking for it makes CPython build a dict object for an
+    instance whose fields sit inline (a second gc-tracked object per rebuilt child, and most
+    of the parent's unflatten time)."""
     call = f"restore_children(d.__dict__, {nested!r})"
     if any(name not in layout.data for name in nested):
         return [f"    {call}"]
-    tests = [f"type(_{i}) in (list, tuple) or STORED in getattr(_{i}, '__dict__', ())"
+    tests = [f"type(_{i}) in (list, tuple) or getattr(_{i}, STORED, None) is not None"
              for i in map(layout.data.index, nested)]
     return [f"    if {' or '.join(tests)}:", f"        {call}"]
 
