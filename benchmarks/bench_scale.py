@@ -316,9 +316,9 @@ def tree_cases(result: BenchResult, profile: Profile) -> None:
         del trees
 
 
-CHILD_WEIGHT = 2
-"""Progress steps each part of the fresh processes counts for (measured: 7-15 s each,
-against 0.3-12 s for the steps before them)."""
+CHILD_WEIGHT = 1
+"""Progress steps each part of the fresh processes counts for (measured: 2-7 s each, about
+as long as the steps before them)."""
 
 
 def child_cases(result: BenchResult, profile: Profile) -> None:

@@ -38,7 +38,9 @@ def quiet() -> Iterator[None]:
 def unchecked() -> Iterator[None]:
     """Quiet builds whose argument checks are skipped: the catalog's examples ask for
     ``validate_args=True``, and the checks compile eager operations of their own (a third of
-    the time of the catalog's first builds) that no benchmark of reads measures."""
+    the time of the catalog's first builds). Only for instances no read is timed on: a
+    checked instance holds its fields otherwise (numpyro's checks ask for its ``__dict__``),
+    which changes how fast an attribute read is."""
     check = NumpyroDistribution.validate_args
     NumpyroDistribution.validate_args = lambda self, strict=True: None  # type: ignore
     try:

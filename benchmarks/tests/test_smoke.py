@@ -210,7 +210,7 @@ def test_exit_status_is_0_unless_strict_and_a_target_failed() -> None:
 
 
 def test_progress_tracker_counts_steps_and_estimates() -> None:
-    from stabledist.benchmark._measure import Tracker
+    from stabledist.benchmark._measure import SPEED_PRIOR_S, Tracker
 
     t = Tracker(heartbeat=1e9)
     t.set_plan({"a": (2, 10.0), "b": (3, 30.0)})
@@ -231,7 +231,9 @@ def test_progress_tracker_counts_steps_and_estimates() -> None:
     slow.begin("a")
     slow.step("a1", weight=5)  # planned 50 s
     slow.step_t0 -= 150.0  # running for 150 s: three times its plan
-    assert slow.eta() == pytest.approx(150.0 + 150.0 / 4, rel=0.01)  # 5 steps left at 3x
+    speed = (150.0 + SPEED_PRIOR_S) / (50.0 + SPEED_PRIOR_S)  # shrunk toward the plan
+    assert speed > 1.5
+    assert slow.eta() == pytest.approx((50.0 + 150.0 / 4 / speed) * speed, rel=0.01)
     lines = len(t.history)
     t.line("y")  # each progress line records its estimate of the time left
     assert len(t.history) == lines + 1 and t.history[-1][1] >= 0

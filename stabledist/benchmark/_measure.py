@@ -105,7 +105,7 @@ class Tracker:
 
     def eta(self) -> float:
         """Seconds left: planned seconds of the steps not finished, times the observed speed
-        (of the finished steps, and of the running one past its planned share; 0.3-5)."""
+        (of the finished steps, and of the running one past its planned share; `_speed`)."""
         left = 0.0
         for b, (n, secs) in self.plan.items():
             left += secs * max(n - self.done.get(b, 0), 0) / max(n, 1)
@@ -151,9 +151,16 @@ class Tracker:
                 progress(self.line(f"{self.label or self.bench} (still running, {running:.0f} s)"))
 
 
+SPEED_PRIOR_S = 60.0
+"""Planned seconds at the planned speed the observed speed starts from: one benchmark slower
+than its plan (a first compile, a busy minute) moves the estimate of every later one by a
+part of its slowness, not by all of it; over a long run the observed speed wins."""
+
+
 def _speed(actual: float, planned: float) -> float:
-    """Actual over planned seconds, clamped to 0.3-5 (1 until 5 planned seconds ran)."""
-    return min(5.0, max(0.3, actual / planned)) if planned > 5 else 1.0
+    """Actual over planned seconds, each with `SPEED_PRIOR_S` more at the planned speed,
+    clamped to 0.3-5."""
+    return min(5.0, max(0.3, (actual + SPEED_PRIOR_S) / (planned + SPEED_PRIOR_S)))
 
 
 TRACKER = Tracker()
