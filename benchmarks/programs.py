@@ -3,7 +3,9 @@ once against ``stabledist as dist`` as a user writes theirs (numpyro's processes
 ``numpyro.distributions`` under that name).
 
 * `reads_lazy`: global priors (a ``MultivariateNormal`` and a two-sided ``TruncatedNormal``)
-  whose ``precision_matrix`` and normalizer the model reads ``reads`` times.
+  whose ``precision_matrix`` and normalizer the model reads ``reads`` times
+  (`reads_lazy_density`: its log density at `reads_lazy_point`, jitted first thing in a fresh
+  process).
 * `sites`: ``n`` sample sites of ``Normal``, two-sided ``TruncatedNormal`` and
   ``MultivariateNormal``, half of them observed: what a first ``jit`` of a big model pays.
 """
@@ -43,6 +45,18 @@ def reads_lazy(y: Any, reads: int) -> None:
 def reads_lazy_data(dim: int, reads: int) -> np.ndarray:
     """`reads_lazy`'s observations (arguments pickle to the processes as NumPy arrays)."""
     return np.random.default_rng(4).standard_normal((reads, dim)).astype(np.float32)
+
+
+def reads_lazy_density(values: dict[str, Any], y: Any, reads: int) -> Any:
+    """`reads_lazy`'s log density at ``values``: its trace is the model's first in the process."""
+    from numpyro.infer.util import log_density
+
+    return log_density(reads_lazy, (y, reads), {}, values)[0]
+
+
+def reads_lazy_point(dim: int) -> dict[str, np.ndarray]:
+    """A point of `reads_lazy`'s one latent site (NumPy: it pickles)."""
+    return {"z": np.random.default_rng(5).standard_normal(dim).astype(np.float32)}
 
 
 def sites(n: int) -> None:
