@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import numpyro
+from numpyro.infer.util import log_density
 
 import stabledist as dist
 
@@ -49,8 +50,6 @@ def reads_lazy_data(dim: int, reads: int) -> np.ndarray:
 
 def reads_lazy_density(values: dict[str, Any], y: Any, reads: int) -> Any:
     """`reads_lazy`'s log density at ``values``: its trace is the model's first in the process."""
-    from numpyro.infer.util import log_density
-
     return log_density(reads_lazy, (y, reads), {}, values)[0]
 
 
@@ -75,8 +74,6 @@ def sites(n: int) -> None:
 def sites_density(values: dict[str, Any], n: int) -> Any:
     """`sites`' log density at ``values`` (`sites_point`): jitted first thing in a fresh
     process, its trace is the first trace of the model there, as a user's first ``jit``."""
-    from numpyro.infer.util import log_density
-
     return log_density(sites, (n,), {}, values)[0]
 
 
