@@ -85,7 +85,7 @@ def fresh_process_cases(program: str, args: tuple, processes: int, label: str,
     # by its file: the benchmarks package imports stabledist's own modules, and numpyro's
     # process must not
     report = benchmark.function(f"{PROGRAMS}:{program}", *args, processes=processes, reps=2,
-                                rep_ms=2.0, quiet=True, **kwargs)
+                                rep_ms=2.0, fork=True, quiet=True, **kwargs)
     return [Case(f"{label}: {FRESH_PHASES[c.params['phase']]} (fresh process)",
                  {**params, "kind": f"{params['kind']}_{c.params['phase'].removesuffix('_s')}"},
                  c.samples)

@@ -128,3 +128,25 @@ def test_the_command_on_a_users_model_file(model_file: Path, tmp_path: Path) -> 
     program = data["cases"][-1]["params"]["equations"]
     assert program["numpyro"] >= program["stabledist"] + read["numpyro_equations"]
     assert data["environment"]["backend"] == "cpu"
+
+
+@pytest.mark.integration
+def test_forked_processes_measure_the_same_program(model_file: Path) -> None:
+    """``fork=True``: the processes forked from one per library after its import see the same
+    reads and equations as new interpreters, time every phase but the import, and a child
+    that fails is reported with its traceback."""
+    forked = benchmark.model(f"{model_file}:with_prior", processes=2, reps=1, rep_ms=1.0,
+                             fork=True, quiet=True)
+    (read,) = forked.reads
+    assert (read.name, read.stabledist_equations) == ("precision_matrix", 0)
+    assert read.numpyro_equations > 0
+    assert [c.params["phase"] for c in forked.cases] == [
+        "trace_s", "lower_s", "compile_s", "call_ns"]
+    assert all(len(s) == 2 and min(s) > 0 for c in forked.cases for s in c.samples.values())
+    fresh = benchmark.model(f"{model_file}:with_prior", processes=2, reps=1, rep_ms=1.0,
+                            quiet=True)
+    assert fresh.cases[0].params["phase"] == "import_s"
+    assert fresh.cases[-1].params["equations"] == forked.cases[-1].params["equations"]
+    model_file.write_text(model_file.read_text() + "\ndef broken():\n    raise KeyError('x9')\n")
+    with pytest.raises(RuntimeError, match=r"(?s)failed with numpyro.*KeyError: 'x9'"):
+        benchmark.model(f"{model_file}:broken", processes=2, fork=True, quiet=True)

@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--reps", type=int, default=None, metavar="N",
                         help="paired repetitions per row (default: 10 for a distribution, 5 "
                         "calls per process for a program)")
+    parser.add_argument("--fork", action="store_true",
+                        help="fork each fresh process from one per library that has "
+                        "imported jax (POSIX; the import is then not measured)")
     parser.add_argument("--quick", action="store_true",
                         help="fewer processes and repetitions (a first look)")
     parser.add_argument("--json", metavar="FILE", default=None,
@@ -99,9 +102,10 @@ def run(ns: argparse.Namespace) -> Any:
         raise SystemExit(f"{ns.target} is a {type(obj).__name__}: expected a distribution, "
                          "a model or a function")
     if ns.jit:
-        return benchmark.function(ns.target, *args, device=ns.device, **sizes, **kwargs)
-    return benchmark.model(ns.target, *args, predictive=ns.predictive,
-                           eager_init=ns.eager_init, device=ns.device, **sizes, **kwargs)
+        return benchmark.function(ns.target, *args, device=ns.device, fork=ns.fork, **sizes,
+                                  **kwargs)
+    return benchmark.model(ns.target, *args, predictive=ns.predictive, eager_init=ns.eager_init,
+                           device=ns.device, fork=ns.fork, **sizes, **kwargs)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,7 @@
 """One fresh process of a program benchmark, run as a script (``python _child.py LIBRARY
-JOB OUT``): the user's program (named by the pickled job) with one library, timed. With
+JOB OUT``): the user's program (named by the pickled job) with one library, timed; or, as
+``python _child.py --serve LIBRARY``, a process that imports jax and the library once and
+forks a fresh process per job (`serve`). With
 numpyro, ``import stabledist`` gives numpyro's modules, so the file written once runs as
 numpyro would run it; nothing of stabledist is imported (the standard library, jax and numpyro
 only at module level). The JSON result: import, trace, lower, compile and call times, the
@@ -12,10 +14,13 @@ import functools
 import importlib
 import importlib.util
 import json
+import os
 import pickle
 import sys
 import time
+import traceback
 import types
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -219,13 +224,20 @@ def _log_density(model: Callable[..., Any], args: tuple, kwargs: dict, eager_ini
     return density, params
 
 
-def run(library: str, job: dict[str, Any]) -> dict[str, Any]:
+def prepare(library: str) -> _Reads:
+    """The process made ``library``'s: with numpyro, ``import stabledist`` gives numpyro's
+    modules; the lazy values read under a trace are noted in the returned `_Reads`."""
     reads = _Reads()
     if library == "numpyro":
         _numpyro_as_stabledist()
         _watch_numpyro(reads)
     else:
         _watch_stabledist(reads)
+    return reads
+
+
+def run(library: str, job: dict[str, Any], reads: _Reads | None = None) -> dict[str, Any]:
+    reads = prepare(library) if reads is None else reads
     target = load(job["spec"])
     leaked = sorted(m for m in sys.modules if m.startswith("stabledist._src"))
     if library == "numpyro" and leaked:
@@ -250,15 +262,57 @@ def run(library: str, job: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str]) -> int:
-    library, job_file, out_file = argv
-    del sys.path[0]  # this file's folder: its modules are not top-level modules
+def _job(library: str, job_file: str, out_file: str, reads: _Reads | None = None) -> None:
     with open(job_file, "rb") as f:
         job = pickle.load(f)
     for folder in job.get("path", []):
         sys.path.insert(0, folder)
-    result = run(library, job)
-    Path(out_file).write_text(json.dumps(result))
+    Path(out_file).write_text(json.dumps(run(library, job, reads)))
+
+
+def serve(library: str) -> int:
+    """Import jax, the library and what every job imports (numpyro's handlers and inference
+    utilities, the timing loops), say ``ready``, then per line of stdin (``[job, out, log]``
+    as JSON) fork a child that runs the job, its output in ``log``, and answer its exit
+    status. A child is as fresh as a new process after its imports: no backend started,
+    nothing traced or compiled (the import itself is not measured), 2-3 s sooner."""
+    global _START
+    reads = prepare(library)
+    import jax.numpy  # noqa: F401 - imported once here, as every job's program does
+    import numpyro.infer.util  # noqa: F401
+
+    _measure_module()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        job_file, out_file, log_file = json.loads(line)
+        with warnings.catch_warnings():  # Python 3.12+: numpy's BLAS thread is not forked
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child ends in os._exit (coverage never sees it)
+            status = 1
+            try:
+                log = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                os.dup2(log, 1)
+                os.dup2(log, 2)
+                _START = time.perf_counter()
+                _job(library, job_file, out_file, reads)
+                status = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)
+        print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    del sys.path[0]  # this file's folder: its modules are not top-level modules
+    if argv[0] == "--serve":
+        return serve(argv[1])
+    library, job_file, out_file = argv
+    _job(library, job_file, out_file)
     return 0
 
 
