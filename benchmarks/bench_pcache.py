@@ -167,15 +167,16 @@ def bench_pcache(profile: Profile) -> BenchResult:
                              {v: [float(r["extra_traces"])] for v, r in rt.items()},
                              extra={"calls": {v: r["calls"] for v, r in rt.items()}}))
     runs: dict[str, list[list[dict[str, Any]]]] = {"numpyro": [], "stabledist": []}
-    for rep, variant in rounds(list(runs), profile.pcache_reps):
-        with tempfile.TemporaryDirectory(prefix="stabledist-pcache-") as cache_dir:
-            pair = []
-            for i, seed in enumerate(SEEDS):
-                step(f"pcache: {variant} process {i + 1} (PYTHONHASHSEED={seed}) "
-                     f"rep {rep + 1}/{profile.pcache_reps}")
-                pair.append(child.run("bench_pcache", "first_call", {"PYTHONHASHSEED": seed},
-                                      module=variant, cache_dir=cache_dir))
-            runs[variant].append(pair)
+    with child.forked({seed: {"PYTHONHASHSEED": seed} for seed in SEEDS}) as call:
+        for rep, variant in rounds(list(runs), profile.pcache_reps):
+            with tempfile.TemporaryDirectory(prefix="stabledist-pcache-") as cache_dir:
+                pair = []
+                for i, seed in enumerate(SEEDS):
+                    step(f"pcache: {variant} process {i + 1} (PYTHONHASHSEED={seed}) "
+                         f"rep {rep + 1}/{profile.pcache_reps}")
+                    pair.append(call(seed, "bench_pcache", "first_call", module=variant,
+                                     cache_dir=cache_dir))
+                runs[variant].append(pair)
     result.extra["runs"] = runs
     if not profile.pcache_reps:
         return result

@@ -1,20 +1,30 @@
 """Fresh processes: ``python -m benchmarks.child MODULE FUNCTION JSON`` prints the JSON of
 ``benchmarks.MODULE.FUNCTION(**JSON)`` as its last line. A benchmark measures there what the
 suite's own process would spoil: process memory, the collector's state, a cold compile, an
-option JAX reads at import. No jax here."""
+option JAX reads at import. `forked` runs such calls in processes forked from a server that
+has imported jax, numpyro and stabledist (``python -m benchmarks.child --serve``): as cold,
+without paying the import each time. No jax here."""
 
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import subprocess
 import sys
+import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from benchmarks.config import ROOT
+from stabledist.benchmark._child import ForkServers, fork_server
 from stabledist.benchmark._environment import subprocess_env
+
+SERVED = ("jax.numpy", "numpyro.distributions", "stabledist")
+"""What a server imports before it forks: none of these starts a JAX backend."""
 
 
 def spawn(module: str, function: str, /, env: dict[str, str] | None = None,
@@ -52,11 +62,43 @@ def library(module: str) -> tuple[Any, Callable[[], tuple[int, int]]]:
     return numpyro.distributions, lambda: (0, 0)
 
 
-def main(argv: list[str]) -> None:
-    module, function, kwargs = argv
-    warnings.simplefilter("ignore")
+@contextmanager
+def forked(servers: dict[str, dict[str, str]]) -> Iterator[Callable[..., Any]]:
+    """``call(server, module, function, **kwargs)``: the JSON result of
+    ``benchmarks.module.function(**kwargs)`` in a fresh process forked from ``server``, one
+    of ``servers`` (name: its extra environment variables), all started at once."""
+    command = [sys.executable, "-m", "benchmarks.child", "--serve"]
+    with tempfile.TemporaryDirectory() as tmp, ForkServers(
+            {name: (command, {**subprocess_env(ROOT), **env}) for name, env in servers.items()},
+            Path(tmp)) as started:
+        count = itertools.count()
+
+        def call(server: str, module: str, function: str, /, **kwargs: Any) -> Any:
+            log = Path(tmp) / f"call{next(count)}.log"
+            status = started.run(server, [module, function, kwargs], log)
+            text = log.read_text() if log.exists() else ""
+            if status != 0:
+                raise RuntimeError(f"benchmarks.{module}.{function} (a process forked from "
+                                   f"the {server} server) failed:\n{text[-3000:]}")
+            return json.loads(text.strip().splitlines()[-1])
+
+        yield call
+
+
+def _call(request: list[Any]) -> None:
+    module, function, kwargs = request
     fn = getattr(importlib.import_module(f"benchmarks.{module}"), function)
-    print(json.dumps(fn(**json.loads(kwargs))))
+    print(json.dumps(fn(**kwargs)))
+
+
+def main(argv: list[str]) -> None:
+    warnings.simplefilter("ignore")
+    if argv == ["--serve"]:
+        for name in SERVED:
+            importlib.import_module(name)
+        sys.exit(fork_server(_call))
+    module, function, kwargs = argv
+    _call([module, function, json.loads(kwargs)])
 
 
 if __name__ == "__main__":

@@ -263,6 +263,7 @@ def run(library: str, job: dict[str, Any], reads: _Reads | None = None) -> dict[
 
 
 def _job(library: str, job_file: str, out_file: str, reads: _Reads | None = None) -> None:
+    """Run the pickled job in ``job_file`` with ``library``; its JSON result to ``out_file``."""
     with open(job_file, "rb") as f:
         job = pickle.load(f)
     for folder in job.get("path", []):
@@ -272,19 +273,26 @@ def _job(library: str, job_file: str, out_file: str, reads: _Reads | None = None
 
 def serve(library: str) -> int:
     """Import jax, the library and what every job imports (numpyro's handlers and inference
-    utilities, the timing loops), say ``ready``, then per line of stdin (``[job, out, log]``
-    as JSON) fork a child that runs the job, its output in ``log``, and answer its exit
-    status. A child is as fresh as a new process after its imports: no backend started,
-    nothing traced or compiled (the import itself is not measured), 2-3 s sooner."""
-    global _START
+    utilities, the timing loops), then `fork_server` over requests ``[job, out]``: each job
+    in a child as fresh as a new process after its imports (no backend started, nothing
+    traced or compiled; the import itself is not measured), 2-3 s sooner."""
     reads = prepare(library)
     import jax.numpy  # noqa: F401 - imported once here, as every job's program does
     import numpyro.infer.util  # noqa: F401
 
     _measure_module()
+    return fork_server(lambda request: _job(library, *request, reads))
+
+
+def fork_server(handle: Callable[[Any], None]) -> int:
+    """Say ``ready``, then per line of stdin (``[request, log]`` as JSON) fork a child that
+    calls ``handle(request)``, its stdout and stderr in the file ``log``, and answer its exit
+    status (`ForkServers` is the other end). What the server imported, the children have;
+    nothing else has run in them."""
+    global _START
     print("ready", flush=True)
     for line in sys.stdin:
-        job_file, out_file, log_file = json.loads(line)
+        request, log_file = json.loads(line)
         with warnings.catch_warnings():  # Python 3.12+: numpy's BLAS thread is not forked
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
@@ -295,7 +303,7 @@ def serve(library: str) -> int:
                 os.dup2(log, 1)
                 os.dup2(log, 2)
                 _START = time.perf_counter()
-                _job(library, job_file, out_file, reads)
+                handle(request)
                 status = 0
             except BaseException:
                 traceback.print_exc()
@@ -305,6 +313,46 @@ def serve(library: str) -> int:
                 os._exit(status)
         print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
     return 0
+
+
+class ForkServers:
+    """The parent's end of `fork_server`: one server per name, from its command line and
+    environment, all started at once and ready before the first job, so that no job runs
+    beside an import; `run` forks a fresh child for one request and returns its exit status.
+    A context manager: leaving it ends the servers."""
+
+    def __init__(self, commands: dict[str, tuple[list[str], dict[str, str]]], logs: Path):
+        import subprocess
+
+        self.logs = logs
+        self.servers = {name: subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+            stderr=(logs / f"{name}.server.log").open("w"))
+            for name, (command, env) in commands.items()}
+        for name, server in self.servers.items():
+            if server.stdout.readline().strip() != "ready":  # type: ignore[union-attr]
+                server.wait()
+                self.close()
+                raise RuntimeError(f"the process serving {name} failed to start:\n"
+                                   + (logs / f"{name}.server.log").read_text()[-4000:])
+
+    def run(self, name: str, request: Any, log: Path) -> int:
+        server = self.servers[name]
+        print(json.dumps([request, str(log)]), file=server.stdin, flush=True)
+        answer = server.stdout.readline().strip()  # type: ignore[union-attr]
+        return int(answer) if answer else -1  # -1: the server itself died
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            if server.stdin is not None and not server.stdin.closed:
+                server.stdin.close()
+            server.wait()
+
+    def __enter__(self) -> ForkServers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def main(argv: list[str]) -> int:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from stabledist.benchmark._child import ForkServers
 from stabledist.benchmark._environment import PLATFORMS, subprocess_env
 from stabledist.benchmark._measure import Case
 from stabledist.benchmark._report import LazyRead, Report, new_report
@@ -152,30 +153,16 @@ def _processes(tmp: Path, device: str, fork: bool
 
         yield start
         return
-    servers = {lib: subprocess.Popen([sys.executable, str(CHILD), "--serve", lib],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=(tmp / f"{lib}.server.log").open("w"), text=True,
-                                     env=_child_env(device)) for lib in LIBRARIES}
-    try:
-        for lib, server in servers.items():
-            if server.stdout.readline().strip() != "ready":  # type: ignore[union-attr]
-                server.wait()
-                raise _failed(lib, (tmp / f"{lib}.server.log").read_text())
-
-        def start(library: str, job_file: Path) -> dict[str, Any]:
+    command = {lib: ([sys.executable, str(CHILD), "--serve", lib], _child_env(device))
+               for lib in LIBRARIES}
+    with ForkServers(command, tmp) as servers:
+        def forked(library: str, job_file: Path) -> dict[str, Any]:
             out, log = tmp / f"{library}.json", tmp / f"{library}.log"
-            server = servers[library]
-            print(json.dumps([str(job_file), str(out), str(log)]), file=server.stdin,
-                  flush=True)
-            if server.stdout.readline().strip() != "0":  # type: ignore[union-attr]
+            if servers.run(library, [str(job_file), str(out)], log) != 0:
                 raise _failed(library, log.read_text() if log.exists() else "")
             return json.loads(out.read_text())
 
-        yield start
-    finally:
-        for server in servers.values():
-            server.stdin.close()  # type: ignore[union-attr]
-            server.wait()
+        yield forked
 
 
 def _rows(report: Report, results: dict[str, list[dict[str, Any]]], part: str, prefix: str,
