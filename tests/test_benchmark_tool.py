@@ -141,7 +141,9 @@ def test_forked_processes_measure_the_same_program(model_file: Path) -> None:
     assert (read.name, read.stabledist_equations) == ("precision_matrix", 0)
     assert read.numpyro_equations > 0
     assert [c.params["phase"] for c in forked.cases] == [
-        "trace_s", "lower_s", "compile_s", "call_ns"]
+        "trace_s", "lower_s", "compile_s", "first_jit_s", "call_ns"]
+    first_jit = forked.cases[3].samples["numpyro"][0]
+    assert first_jit == pytest.approx(sum(c.samples["numpyro"][0] for c in forked.cases[:3]))
     assert all(len(s) == 2 and min(s) > 0 for c in forked.cases for s in c.samples.values())
     fresh = benchmark.model(f"{model_file}:with_prior", processes=2, reps=1, rep_ms=1.0,
                             quiet=True)
