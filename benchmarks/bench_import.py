@@ -1,11 +1,12 @@
 """The import: ``import stabledist`` against ``import numpyro.distributions``, in pairs of
-fresh processes: each times its one import statement (jax's own included, as a user's first
-line pays it), its peak RSS, and whether the import started a JAX backend (it must not: a
-user configures devices after the imports). No jax in this module.
+fresh processes run at once: each times its one import statement (jax's own included, as a
+user's first line pays it), its peak RSS, and whether the import started a JAX backend (it
+must not: a user configures devices after the imports). No jax in this module.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -18,7 +19,6 @@ from stabledist.benchmark._measure import (
     Case,
     paired_ratio_interval,
     progress,
-    rounds,
     step,
 )
 from stabledist.benchmark._rows import Row, Verdict, make_row, single
@@ -42,13 +42,23 @@ print(json.dumps({{"seconds": seconds,
 """
 
 
-def _child(module: str) -> dict[str, float | list[str]]:
-    """One fresh process importing ``module`` (nothing else: not `benchmarks.child`): its
-    import time, peak RSS, started backends."""
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD.format(module=module)], text=True,
+def _spawn(module: str) -> subprocess.Popen[str]:
+    """One fresh process importing ``module`` (nothing else: not `benchmarks.child`)."""
+    return subprocess.Popen([sys.executable, "-c", _CHILD.format(module=module)], text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=subprocess_env(ROOT))
-    return result(proc, f"import {module}", timeout=300)
+
+
+def _pair(order: list[str]) -> dict[str, dict[str, float | list[str]]]:
+    """The two processes of a pair (``order``: which starts first), their import time, peak
+    RSS and started backends: at once, one per core, where there are two cores (both under
+    the very same conditions; measured on 2 cores, an import beside another takes 3% longer
+    than alone), else one after the other."""
+    if (os.cpu_count() or 1) < 2:
+        return {v: result(_spawn(MODULES[v]), f"import {MODULES[v]}", timeout=300)
+                for v in order}
+    procs = {v: _spawn(MODULES[v]) for v in order}
+    return {v: result(proc, f"import {MODULES[v]}", timeout=300) for v, proc in procs.items()}
 
 
 def bench_import(profile: Profile) -> BenchResult:
@@ -58,10 +68,11 @@ def bench_import(profile: Profile) -> BenchResult:
                                               "stabledist": "import stabledist"},
                          nocache="not applicable (nothing is cached at import)")
     runs: dict[str, list[dict[str, float | list[str]]]] = {v: [] for v in MODULES}
-    for rep, variant in rounds(list(MODULES), profile.import_reps):
-        if variant == next(iter(MODULES)):  # a step per pair: the estimate follows the pairs
-            step(f"import: pair {rep + 1} of {profile.import_reps} of fresh processes")
-        runs[variant].append(_child(MODULES[variant]))
+    for rep in range(profile.import_reps):
+        step(f"import: pair {rep + 1} of {profile.import_reps} of fresh processes")
+        order = list(MODULES) if rep % 2 == 0 else list(MODULES)[::-1]
+        for variant, found in _pair(order).items():
+            runs[variant].append(found)
     progress(f"import: {profile.import_reps} pairs done")
     result.cases.append(Case("import wall time", {"kind": "time", "unit": "ms"},
                              {v: [1e3 * float(r["seconds"]) for r in rs]

@@ -814,7 +814,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="import stabledist against import numpyro.distributions: wall time and peak "
         "RSS in paired fresh processes, and whether the import started a JAX backend",
         run=Deferred("bench_import", "bench_import"), steps=lambda p: p.import_reps,
-        seconds=lambda p: 4.4 * p.import_reps, rows=import_rows,
+        seconds=lambda p: 2.6 * p.import_reps, rows=import_rows,
         targets=(Target("import", f"import stabledist at most {MAX_RATIO:.2f}x the wall time "
                         f"of import numpyro.distributions and at most +{MAX_EXTRA_MIB:g} MiB "
                         "peak RSS (medians of paired fresh processes), no backend started",
