@@ -655,7 +655,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         name="lazy", heading="eager lazy-property reads",
         summary="lazy property read, eager: first read (miss) and repeated read (hit)",
         run=Deferred("bench_micro", "bench_lazy"), steps=Deferred("bench_micro", "lazy_steps"),
-        seconds=_planned(smoke=3, quick=22, default=37, full=200, accelerator=45), rows=lazy_rows,
+        seconds=_planned(smoke=3, quick=22, default=33, full=200, accelerator=45), rows=lazy_rows,
         targets=(
             Target("first_read", "regression guard: a trivial first read not slower than "
                    f"the published floor ({FLOORS['first_read'].ratio}x numpyro's speed, "
@@ -683,7 +683,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         name="dispatch", heading="jitted call taking a distribution",
         summary="jitted function taking a distribution vs the same function taking arrays",
         run=Deferred("bench_micro", "bench_dispatch"), steps=lambda p: len(p.dispatch_cases),
-        seconds=_planned(smoke=1, quick=6, default=7, full=20, accelerator=8), rows=_dispatch_rows,
+        seconds=_planned(smoke=1, quick=6, default=8, full=20, accelerator=8), rows=_dispatch_rows,
         targets=(Target("dispatch", "jitted dispatch with a distribution argument within "
                         "1.3x of raw arrays", rank=2, check=_dispatch_target),),
     ),
@@ -692,7 +692,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="concrete global distribution read inside a compiled function, per call",
         run=Deferred("bench_compiled", "bench_closure"),
         steps=lambda p: len(p.mvn_dims) + len(p.tn_batches) + len(p.sbvm_batches),
-        seconds=_planned(smoke=2, quick=10, default=22, full=500, accelerator=50),
+        seconds=_planned(smoke=2, quick=10, default=24, full=500, accelerator=50),
         rows=partial(_call_rows, note=_closure_note),
         targets=(Target("precision", "closed-over precision_matrix at dim 1024 at least 10x "
                         "faster per call", rank=4, check=_precision_target),),
@@ -730,7 +730,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "properties repeatedly",
         run=Deferred("bench_compiled", "bench_compile"),
         steps=lambda p: 2 * p.compile_processes,
-        seconds=_planned(smoke=25, quick=28, default=32, full=100, accelerator=45),
+        seconds=_planned(smoke=20, quick=20, default=20, full=80, accelerator=35),
         rows=_compile_rows,
     ),
     Benchmark(
@@ -755,7 +755,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="persistent compilation cache across processes (another PYTHONHASHSEED) "
         "and retraces of a jitted function taking distributions",
         run=Deferred("bench_pcache", "bench_pcache"), steps=Deferred("bench_pcache", "steps"),
-        seconds=_planned(smoke=2, quick=5, default=24, full=90, accelerator=35), rows=_pcache_rows,
+        seconds=_planned(smoke=2, quick=5, default=17, full=70, accelerator=30), rows=_pcache_rows,
         targets=(
             Target("pcache", "second process (other PYTHONHASHSEED) hits JAX's persistent "
                    "cache", rank=7,
@@ -770,7 +770,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         name="memory", heading="create / read / drop churn",
         summary="cache size and process RSS over create/read/drop cycles (subprocesses)",
         run=Deferred("bench_memory", "bench_memory"), steps=lambda p: 1,
-        seconds=_planned(smoke=4, quick=10, default=10, full=150, accelerator=25),
+        seconds=_planned(smoke=4, quick=10, default=12, full=150, accelerator=25),
         rows=_memory_rows,
         targets=(Target("rss", "RSS flat over the churn run (under 20 MB growth)", rank=5,
                         check=_on_case("rss growth", _rss_target), timing=False),),
