@@ -281,7 +281,7 @@ def serve(library: str) -> int:
     import numpyro.infer.util  # noqa: F401
 
     _measure_module()
-    return fork_server(lambda request: _job(library, *request, reads))
+    return fork_server(lambda request: _job(library, request[0], request[1], reads))
 
 
 def fork_server(handle: Callable[[Any], None]) -> int:
