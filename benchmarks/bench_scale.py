@@ -24,7 +24,7 @@ import numpyro
 from numpyro.infer.util import log_density
 
 from benchmarks import child
-from benchmarks.bench_scale_child import GcWatch
+from benchmarks.bench_scale_child import PARTS, GcWatch
 from benchmarks.common import MODULES, fresh_process_cases, lazy_names, quiet
 from benchmarks.config import Profile
 from benchmarks.programs import sites_point
@@ -362,7 +362,7 @@ def child_cases(result: BenchResult, profile: Profile) -> None:
     """`benchmarks.bench_scale_child` in a fresh process per library, both at once (they
     measure memory and counts, not time); a progress step as stabledist's child ends each of
     its parts."""
-    from benchmarks.bench_scale_child import PART, PARTS
+    from benchmarks.bench_scale_child import PART
 
     args = {"memory": profile.scale_memory, "cycles": list(profile.scale_cycles),
             "shapes": profile.scale_shapes, "classes": profile.scale_classes}
@@ -413,4 +413,4 @@ def bench_scale(profile: Profile) -> BenchResult:
 def steps(profile: Profile) -> int:
     return (len({*profile.scale_sites, *profile.scale_compile_sites})
             + fresh_weight(profile) * len(profile.scale_fresh_sites) + len(profile.scale_plate)
-            + 2 * len(profile.scale_tree) + 4 * CHILD_WEIGHT)
+            + 2 * len(profile.scale_tree) + len(PARTS) * CHILD_WEIGHT)
