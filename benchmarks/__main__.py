@@ -77,25 +77,19 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The options, checked; the profile and the deadline resolved from ``--device`` when
-    not given (an accelerator: the accelerator profile and `DEADLINE_MIN`)."""
+    """The options, checked, with the defaults that depend on ``--device`` resolved."""
     parser = _parser()
     ns = parser.parse_args(argv)
     if ns.e2e_reps is not None and ns.e2e_reps < 1:
         parser.error("--e2e-reps must be at least 1")
-    if ns.only:
-        names = [n.strip() for n in ns.only.split(",") if n.strip()]
-        unknown = [n for n in names if n not in BENCHMARKS]
-        if unknown:
-            parser.error(f"unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}")
-        ns.only = names
-    else:
-        ns.only = list(BENCHMARKS)
+    ns.only = ([n.strip() for n in ns.only.split(",") if n.strip()] if ns.only
+               else list(BENCHMARKS))
+    if unknown := [n for n in ns.only if n not in BENCHMARKS]:
+        parser.error(f"unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}")
     if ns.host_devices < 1:
         parser.error("--host-devices must be at least 1")
     accelerator = ns.device in ("gpu", "tpu")
-    if ns.profile is None:
-        ns.profile = "accelerator" if accelerator else "default"
+    ns.profile = ns.profile or ("accelerator" if accelerator else "default")
     if ns.deadline is None:
         ns.deadline = DEADLINE_MIN if accelerator else 0.0
     if ns.deadline < 0:
@@ -103,31 +97,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if ns.strict is None:  # published numbers come with their verdict in the exit status
         ns.strict = ns.publish
     if ns.out is None:
-        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        ns.out = str(Path("results") / stamp)
+        ns.out = str(Path("results") / dt.datetime.now().strftime("%Y%m%d-%H%M%S"))
     return ns
 
 
 def profile_of(ns: argparse.Namespace) -> Profile:
     """The profile the options name, with ``--e2e-reps`` applied (`Profile.label` says so)."""
     profile = PROFILES[ns.profile]
-    if ns.e2e_reps is not None:
-        profile = dataclasses.replace(profile, e2e_reps=ns.e2e_reps)
-    return profile
+    return profile if ns.e2e_reps is None else dataclasses.replace(profile, e2e_reps=ns.e2e_reps)
 
 
 def main(argv: list[str] | None = None) -> int:
     ns = parse_args(argv)
     if ns.publish:
-        from benchmarks.publish import dirty_code
+        from benchmarks.release import dirty_code
 
-        dirty = dirty_code()
-        if dirty and not ns.allow_dirty:
+        if (dirty := dirty_code()) and not ns.allow_dirty:
             print("--publish: uncommitted changes under stabledist/ or benchmarks/ (commit "
                   "them first, or --allow-dirty):\n  " + "\n  ".join(dirty), file=sys.stderr)
             return 2
     configure(ns.device, ns.host_devices)
-    from benchmarks.runner import run  # imports jax, after configure()
+    from benchmarks.runner import run  # jax starts after configure()
 
     status, payload = run(profile_of(ns), ns.only, Path(ns.out), ns.device,
                           " ".join(["python -m benchmarks",
@@ -143,9 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                   "nothing published", file=sys.stderr)
             return 2
         doc = publish(payload, Path(ns.out), payload.get("plots", []))
-        print(f"published the results into {doc} and docs/img/ (commit "
-              f"{payload['environment'].get('git_commit')}); commit them with "
-              "`git add docs/benchmarks.md docs/img && git commit`")
+        print(f"published the results into {doc} and docs/img/ (commit {measured}); commit "
+              "them with `git add docs/benchmarks.md docs/img && git commit`")
     return status
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import numpy as np
 import numpyro.distributions as nd
@@ -41,14 +42,10 @@ def unchecked() -> Iterator[None]:
     the time of the catalog's first builds). What the checks do to the instance stays: they
     gather its arguments (`get_args`, which asks for its ``__dict__``, and so changes how
     CPython holds its fields and how fast an attribute read is), as here."""
-    check = NumpyroDistribution.validate_args
-    NumpyroDistribution.validate_args = (  # type: ignore[method-assign]
-        lambda self, strict=True: self.get_args() and None)
-    try:
-        with quiet():
-            yield
-    finally:
-        NumpyroDistribution.validate_args = check  # type: ignore[method-assign]
+    skipped = patch.object(NumpyroDistribution, "validate_args",
+                           lambda self, strict=True: self.get_args() and None)
+    with skipped, quiet():
+        yield
 
 
 def recompute_fn(cls: type, name: str) -> Callable[[Any], Any]:

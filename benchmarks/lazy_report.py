@@ -11,14 +11,16 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from stabledist.benchmark._measure import (
-    BenchResult,
-    Case,
-    geomean,
-    paired_ratio_interval,
-    summarize,
+from stabledist.benchmark._measure import BenchResult, Case, geomean, summarize
+from stabledist.benchmark._rows import (
+    Row,
+    Verdict,
+    aggregate,
+    fmt_interval,
+    fmt_value,
+    interval_fields,
+    single,
 )
-from stabledist.benchmark._rows import Row, Verdict, aggregate, fmt_value, single
 
 
 @dataclass(frozen=True)
@@ -60,17 +62,15 @@ def lazy_rows(res: BenchResult) -> list[Row]:
     if worst_miss is not None:
         rows.append(single(res.name, worst_miss, res.unit,
                            label=f"miss, worst case: {worst_miss.name[5:]}"))
-    plain = geomean([c.ratio_median("stabledist", "plain") for c in hit])
     hit_row = aggregate(res.name, hit, "hit: repeated read", res.unit,
-                        note=f"stabledist/plain attribute {plain:.1f}x", speed=False)
+                        note=f"stabledist/plain attribute {_plain(hit):.1f}x", speed=False)
     hit_row["note"] += ("; numpyro's hit is a plain __dict__ read; guard: not below "
                         f"{FLOORS['hit'].ratio}x")
-    first = res.of_kind("first")
-    if first:
-        extra = _first_read_extra(first[0])
+    if first := res.of_kind("first"):
         rows.insert(0, single(res.name, first[0], res.unit, label="first read, trivial value",
-                              note=f"stabledist adds {extra:.0f} ns (medians; guard: not below "
-                              f"{FLOORS['first_read'].ratio}x)", judged=False))
+                              note=f"stabledist adds {_first_read_extra(first[0]):.0f} ns "
+                              f"(medians; guard: not below {FLOORS['first_read'].ratio}x)",
+                              judged=False))
     return [*rows, hit_row]
 
 
@@ -78,50 +78,46 @@ def _first_read_extra(case: Case) -> float:
     return (case.median("stabledist") or math.nan) - (case.median("numpyro") or math.nan)
 
 
+def _plain(hit: list[Case]) -> float:
+    """A cache hit's time over a plain attribute read's (geometric mean over the cases)."""
+    return geomean([c.ratio_median("stabledist", "plain") for c in hit])
+
+
 def _per_rep_geomean(cases: list[Case]) -> dict[str, Any]:
     """The geometric mean over ``cases`` of numpyro/stabledist, repetition by repetition (the
-    i-th repetitions of every case ran in the same round), and its 95% t-interval over the
-    repetitions (`paired_ratio_interval` of the per-round geometric means)."""
+    i-th repetitions of every case ran in the same round), with its 95% t-interval over the
+    rounds (`interval_fields` of the per-round geometric means)."""
     reps = min((len(c.samples.get("numpyro", [])) for c in cases), default=0)
     rounds = [geomean([c.samples["numpyro"][i] / c.samples["stabledist"][i] for c in cases])
               for i in range(reps)]
-    return paired_ratio_interval(rounds, [1.0] * len(rounds))
+    return interval_fields(rounds, [1.0] * len(rounds))
 
 
-def _guard(key: str, iv: dict[str, Any], what: str) -> Verdict:
-    """Fails when the run is slower than the published floor by more than both intervals:
-    the run's interval wholly below the floor's (`Floor.bound`). One repetition: no
-    interval, no verdict."""
+def _guard(key: str, iv: dict[str, Any], what: str, note: str = "") -> Verdict:
+    """Fails when the run's interval lies wholly below the floor's (`Floor.bound`); one
+    repetition: no interval, no verdict. ``note`` ends the detail."""
     floor = FLOORS[key]
-    if iv["hi"] is None:
-        return Verdict(f"{what} {iv['ratio']:.2f}x (one repetition)", None)
-    return Verdict(f"{what} {iv['ratio']:.2f}x [{iv['lo']:.2f}-{iv['hi']:.2f}]",
-                   iv["hi"] >= floor.bound,
-                   f"floor {floor.ratio}x (fails below {floor.bound:.3f}x), published at "
-                   f"{floor.published}")
+    value = f"{what} {fmt_interval(iv, ' (one repetition)')}"
+    if iv["ratio_hi"] is None:
+        return Verdict(value, None, note)
+    return Verdict(value, iv["ratio_hi"] >= floor.bound, f"floor {floor.ratio}x (fails below "
+                   f"{floor.bound:.3f}x), published at {floor.published}{note}")
 
 
 def first_read_guard(res: BenchResult) -> Verdict | None:
-    first = res.of_kind("first")
-    if not first:
+    if not (first := res.of_kind("first")):
         return None
-    c = first[0]
-    iv = paired_ratio_interval(c.samples["numpyro"], c.samples["stabledist"])
-    return _guard("first_read", iv, f"stabledist adds {_first_read_extra(c):.0f} ns;")
+    iv = interval_fields(first[0].samples["numpyro"], first[0].samples["stabledist"])
+    return _guard("first_read", iv, f"stabledist adds {_first_read_extra(first[0]):.0f} ns;")
 
 
 def miss_guard(res: BenchResult) -> Verdict | None:
     miss = res.of_kind("miss")
-    if not miss:
-        return None
-    return _guard("miss", _per_rep_geomean(miss), f"geomean over {len(miss)} properties")
+    return (_guard("miss", _per_rep_geomean(miss), f"geomean over {len(miss)} properties")
+            if miss else None)
 
 
 def hit_guard(res: BenchResult) -> Verdict | None:
     hit = res.of_kind("hit")
-    if not hit:
-        return None
-    plain = geomean([c.ratio_median("stabledist", "plain") for c in hit])
-    verdict = _guard("hit", _per_rep_geomean(hit), f"geomean over {len(hit)} properties")
-    return Verdict(verdict.value, verdict.passed,
-                   f"{verdict.detail}; stabledist/plain attribute {plain:.1f}x")
+    return (_guard("hit", _per_rep_geomean(hit), f"geomean over {len(hit)} properties",
+                   f"; stabledist/plain attribute {_plain(hit):.1f}x") if hit else None)

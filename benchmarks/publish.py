@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.config import ROOT
 from benchmarks.registry import REGISTRY
-from benchmarks.release import CODE, DOC, _git
-from benchmarks.report import compact_lines
+from benchmarks.release import DOC
+from benchmarks.report import compact_lines, judged_rows
 from stabledist.benchmark._environment import python_build_text
 from stabledist.benchmark._measure import SAME_HIGH as FASTER_ABOVE
 from stabledist.benchmark._measure import SAME_LOW as SLOWER_BELOW
@@ -24,13 +24,6 @@ from stabledist.benchmark._rows import LABELS, fmt_value
 from stabledist.benchmark._rows import fmt_x as _x
 
 IMG = ROOT / "docs" / "img"
-
-
-def dirty_code() -> list[str]:
-    """Uncommitted changes under the measured code paths (``git status --porcelain``)."""
-    out = _git("status", "--porcelain", "--", *CODE)
-    out.check_returncode()
-    return [line for line in out.stdout.splitlines() if line.strip()]
 
 
 def _replace(text: str, name: str, body: str) -> str:
@@ -41,8 +34,15 @@ def _replace(text: str, name: str, body: str) -> str:
     return pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(2), text)
 
 
-def _rows(payload: dict[str, Any], bench: str) -> list[dict[str, Any]]:
-    return [r for r in payload["summary"] if r["benchmark"] == bench]
+def _rows(payload: dict[str, Any], bench: str, ratio: bool = False) -> list[dict[str, Any]]:
+    """``bench``'s summary rows (``ratio``: only those with a ratio)."""
+    return [r for r in payload["summary"]
+            if r["benchmark"] == bench and not (ratio and r["ratio"] is None)]
+
+
+def _first(payload: dict[str, Any], bench: str, case: str) -> dict[str, Any] | None:
+    """``bench``'s first row whose case starts with ``case``."""
+    return next((r for r in _rows(payload, bench) if r["case"].startswith(case)), None)
 
 
 def _word(low: float, high: float) -> str:
@@ -59,8 +59,7 @@ def _word(low: float, high: float) -> str:
 def _verdicts(rows: Sequence[dict[str, Any]]) -> str:
     """The verdict on rows judged by their 95% intervals (`stabledist.benchmark`): the counts
     of faster / same / slower / unresolved rows, in words."""
-    counts = {k: sum(r.get("verdict") == k for r in rows)
-              for k in ("faster", "same", "slower", "unresolved")}
+    _, counts = judged_rows(rows)
     if counts["slower"]:
         return f"**{counts['slower']} slower**"
     if counts["faster"] and not counts["same"] and not counts["unresolved"]:
@@ -78,7 +77,7 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "es" if noun.endswith("s") else "s")
 
 
-def _vs(row: dict[str, Any], unit: str | None = None) -> str:
+def _vs(row: dict[str, Any], unit: str = "") -> str:
     unit = unit or row["unit"]
     return f"{fmt_value(row['stabledist'], unit)} vs {fmt_value(row['numpyro'], unit)}"
 
@@ -105,110 +104,94 @@ VerdictRow = tuple[str, str, str, str]
 """``(verdict, where, ratio, stabledist vs numpyro)``: one row of the "In short" table."""
 
 
+def _ranged(ratios: Sequence[float], where: str, vs: str) -> VerdictRow:
+    """The row of timings compared by their ratios' range (`_word`, `_span`)."""
+    return _word(min(ratios), max(ratios)), where, _span(ratios), vs
+
+
 def _closure_verdicts(payload: dict[str, Any], bench: str = "closure", prefix: str = "",
                       where_prefix: str = "",
-                      texts: dict[str, tuple[str, str]] = CLOSURE_TEXT) -> list[VerdictRow]:
+                      texts: dict[str, tuple[str, str]] = CLOSURE_TEXT) -> Iterator[VerdictRow]:
     """One row per closure family: the range of its per-call ratios over sizes, and the
     numbers at size 1,024 (or the largest). ``prefix``: the cases' mode label (the
     constants benchmark), ``where_prefix`` what the row says about it."""
-    out: list[VerdictRow] = []
     cases = {c["name"]: c for c in payload["benchmarks"].get(bench, {}).get("cases", [])}
-    per_call = [r for r in _rows(payload, bench) if r["case"].endswith(" per call")
-                and r["ratio"] is not None and r["case"].startswith(prefix)]
+    per_call = [r for r in _rows(payload, bench, ratio=True)
+                if r["case"].endswith(" per call") and r["case"].startswith(prefix)]
     for family, (where, size_word) in texts.items():
-        rows = [(cases[r["case"].removesuffix(" per call")]["params"]["size"], r)
-                for r in per_call if r["case"].startswith(prefix + family + " ")]
+        rows = sorted(((cases[r["case"].removesuffix(" per call")]["params"]["size"], r)
+                       for r in per_call if r["case"].startswith(prefix + family + " ")),
+                      key=lambda sr: sr[0])
         if not rows:
             continue
-        rows.sort(key=lambda sr: sr[0])
-        ratios = [r["ratio"] for _, r in rows]
         shown = next((sr for sr in rows if sr[0] == 1024), rows[-1])
         sizes = f"{size_word} {rows[0][0]:,}" + (f"-{rows[-1][0]:,}" if len(rows) > 1 else "")
-        out.append((_word(min(ratios), max(ratios)), f"{where_prefix}{where}, per call "
-                    f"({sizes})", _span(ratios),
-                    f"{_vs(shown[1])} per call at {size_word} {shown[0]:,}"))
-    return out
+        yield _ranged([r["ratio"] for _, r in rows], f"{where_prefix}{where}, per call ({sizes})",
+                      f"{_vs(shown[1])} per call at {size_word} {shown[0]:,}")
 
 
-def _host_side_verdicts(payload: dict[str, Any]) -> list[VerdictRow]:
+def _host_side_verdicts(payload: dict[str, Any]) -> Iterator[VerdictRow]:
     """Dispatch, flatten and the persistent cache."""
-    out: list[VerdictRow] = []
-    dispatch = [r for r in _rows(payload, "dispatch") if r["ratio"] is not None]
-    if dispatch:
-        ratios = [r["ratio"] for r in dispatch]
-        out.append((_word(min(ratios), max(ratios)),
-                    "a jitted function taking a distribution, per call "
-                    f"({_n(len(dispatch), 'class')})", _span(ratios),
-                    f"{_vs(dispatch[0])} ({dispatch[0]['case']})"))
+    if dispatch := _rows(payload, "dispatch", ratio=True):
+        yield _ranged([r["ratio"] for r in dispatch], "a jitted function taking a distribution, "
+                      f"per call ({_n(len(dispatch), 'class')})",
+                      f"{_vs(dispatch[0])} ({dispatch[0]['case']})")
     flat = next(iter(_rows(payload, "flatten")), None)
     if flat and flat["ratio"]:
-        out.append((_word(flat["ratio"], flat["ratio"]),
-                    f"pytree flatten + unflatten ({flat['case'].split('(')[-1].rstrip(')')}, "
-                    "geometric mean)", _x(flat["ratio"]), _vs(flat)))
+        yield _ranged([flat["ratio"]], "pytree flatten + unflatten "
+                      f"({flat['case'].split('(')[-1].rstrip(')')}, geometric mean)", _vs(flat))
     pc = next((r for r in _rows(payload, "pcache")
                if r["case"].startswith("first call, second") and r["ratio"]), None)
     if pc:
-        out.append((_word(pc["ratio"], pc["ratio"]), "first call in a second process "
-                    "(another `PYTHONHASHSEED`): JAX's persistent compilation cache",
-                    _x(pc["ratio"]), _vs(pc) + " (numpyro misses the cache)"))
-    return out
+        yield _ranged([pc["ratio"]], "first call in a second process (another "
+                      "`PYTHONHASHSEED`): JAX's persistent compilation cache",
+                      _vs(pc) + " (numpyro misses the cache)")
 
 
-def _compile_verdicts(payload: dict[str, Any]) -> list[VerdictRow]:
+def _compile_verdicts(payload: dict[str, Any]) -> Iterator[VerdictRow]:
     """End to end, and the first calls of new closures: rows judged by their intervals."""
-    out: list[VerdictRow] = []
-    e2e = [r for r in _rows(payload, "e2e") if r["ratio"] is not None]
-    if e2e:
-        bench = payload["benchmarks"]["e2e"]
-        same = {c["name"]: c["params"].get("same_program") for c in bench.get("cases", [])}
+    if e2e := _rows(payload, "e2e", ratio=True):
+        same = {c["name"]: c["params"].get("same_program")
+                for c in payload["benchmarks"]["e2e"].get("cases", [])}
         identical = [r for r in e2e if same.get(r["case"])]
-        out.append((_verdicts(e2e),
-                    "end to end, compile + run: NUTS, SVI and a jitted `Predictive` "
-                    f"({_n(len(e2e), 'model run')})",
-                    _span([r["ratio"] for r in e2e]),
-                    (f"{len(identical)} of {len(e2e)} compile the very same "
-                     "program as numpyro: their spread is run-to-run noise")
-                    if identical else "each variant compiles its own program"))
-    first = [r for r in _rows(payload, "closure") if r["case"].endswith(" first call")
-             and r["ratio"] is not None]
-    if first:
+        yield (_verdicts(e2e), "end to end, compile + run: NUTS, SVI and a jitted `Predictive` "
+               f"({_n(len(e2e), 'model run')})", _span([r["ratio"] for r in e2e]),
+               (f"{len(identical)} of {len(e2e)} compile the very same program as numpyro: "
+                "their spread is run-to-run noise")
+               if identical else "each variant compiles its own program")
+    if first := [r for r in _rows(payload, "closure", ratio=True)
+                 if r["case"].endswith(" first call")]:
         worst = min(first, key=lambda r: r["ratio"])
-        out.append((_verdicts(first), "first call of a new jitted closure "
-                    f"(trace + compile + run, {_n(len(first), 'case')})",
-                    _span([r["ratio"] for r in first]),
-                    f"worst: {worst['case'].removesuffix(' first call')}, {_vs(worst)}"))
-    return out
+        yield (_verdicts(first), "first call of a new jitted closure "
+               f"(trace + compile + run, {_n(len(first), 'case')})",
+               _span([r["ratio"] for r in first]),
+               f"worst: {worst['case'].removesuffix(' first call')}, {_vs(worst)}")
 
 
-def _eager_verdicts(payload: dict[str, Any]) -> list[VerdictRow]:
+def _eager_verdicts(payload: dict[str, Any]) -> Iterator[VerdictRow]:
     """The costs outside ``jit`` (the lazy benchmark) and memory."""
-    out: list[VerdictRow] = []
-    lazy = _rows(payload, "lazy")
-    miss = next((r for r in lazy if r["case"].startswith("miss: first")), None)
-    hit = next((r for r in lazy if r["case"].startswith("hit")), None)
-    trivial = next((r for r in lazy if r["case"].startswith("first read, trivial")), None)
+    trivial = _first(payload, "lazy", "first read, trivial")
     if trivial and trivial["stabledist"] is not None:
-        extra = trivial["stabledist"] - trivial["numpyro"]
-        out.append(("**costs**", "outside `jit`: first read of a trivial lazy value (the "
-                    "cache's own cost)", f"+{extra:.0f} ns", _vs(trivial)))
+        yield ("**costs**", "outside `jit`: first read of a trivial lazy value (the cache's "
+               "own cost)", f"+{trivial['stabledist'] - trivial['numpyro']:.0f} ns",
+               _vs(trivial))
+    miss = _first(payload, "lazy", "miss: first")
     if miss and miss["ratio"]:
-        n = miss["case"].split("(")[-1].rstrip(")")
-        out.append((_word(miss["ratio"], miss["ratio"]), f"outside `jit`: first read of a lazy "
-                    f"value ({n}, geometric mean)", f"{_x(miss['ratio'])} (worst "
-                    f"{_x(miss['ratio_lo'])})", _vs(miss) + " (the cache's bookkeeping)"))
+        yield (_word(miss["ratio"], miss["ratio"]), "outside `jit`: first read of a lazy value "
+               f"({miss['case'].split('(')[-1].rstrip(')')}, geometric mean)",
+               f"{_x(miss['ratio'])} (worst {_x(miss['ratio_lo'])})",
+               _vs(miss) + " (the cache's bookkeeping)")
+    hit = _first(payload, "lazy", "hit")
     if hit and hit["ratio"]:
-        out.append((_word(hit["ratio"], hit["ratio"]), "outside `jit`: repeated read of a lazy "
-                    "value (cache hit)", _x(hit["ratio"]),
-                    _vs(hit) + " (numpyro: a plain `__dict__` read)"))
-    rss = next((r for r in _rows(payload, "memory") if r["case"] == "rss growth"), None)
+        yield _ranged([hit["ratio"]], "outside `jit`: repeated read of a lazy value (cache hit)",
+                      _vs(hit) + " (numpyro: a plain `__dict__` read)")
+    rss = _first(payload, "memory", "rss growth")
     if rss and rss["stabledist"] is not None:
         cycles = payload["benchmarks"]["memory"].get("extra", {}).get("runs", {}).get(
             "stabledist", {}).get("cycles")
-        out.append(("flat" if rss["stabledist"] < 20 else "**grows**",
-                    "process memory over create / read / drop cycles"
-                    + (f" ({cycles:,})" if cycles else ""), "-",
-                    f"RSS growth {_vs(rss, 'MB')}"))
-    return out
+        yield ("flat" if rss["stabledist"] < 20 else "**grows**",
+               "process memory over create / read / drop cycles"
+               + (f" ({cycles:,})" if cycles else ""), "-", f"RSS growth {_vs(rss, 'MB')}")
 
 
 def verdict_rows(payload: dict[str, Any]) -> list[VerdictRow]:
@@ -300,8 +283,7 @@ one). A new measurement supersedes them: publishing removes them."""
 
 
 def publish(payload: dict[str, Any], out: Path, plots: Sequence[str]) -> Path:
-    """Rewrite the generated sections of docs/benchmarks.md, drop the measurement-neutral
-    lines (`NEUTRAL`), and copy the plots."""
+    """Write the run into the page and docs/img/ (see above), dropping the `NEUTRAL` lines."""
     IMG.mkdir(parents=True, exist_ok=True)
     for p in plots:
         shutil.copyfile(out / p, IMG / p)

@@ -19,6 +19,7 @@ from benchmarks.config import ROOT
 DOC = ROOT / "docs" / "benchmarks.md"
 CODE = ("stabledist", "benchmarks")
 """The paths whose changes can move the published numbers."""
+CODE_DIRS = " or ".join(f"{c}/" for c in CODE)
 FIX = 'commit, then `make bench ARGS="--publish"`, then commit docs/benchmarks.md and docs/img'
 
 
@@ -29,8 +30,7 @@ def measured_commit(text: str) -> str | None:
 
 
 def neutral_commits(text: str) -> set[str]:
-    """Commits the page declares measurement-neutral (``<!-- measurement-neutral: <sha>
-    why -->``): they changed ``benchmarks/`` without changing what the published rows measure."""
+    """Commits the page declares measurement-neutral (`benchmarks.publish.NEUTRAL`)."""
     return set(re.findall(r"<!-- measurement-neutral: ([0-9a-f]{40})\b", text))
 
 
@@ -53,6 +53,13 @@ def _git(*args: str, root: Path = ROOT) -> subprocess.CompletedProcess[str]:
                           check=False, timeout=60)
 
 
+def dirty_code(root: Path = ROOT) -> list[str]:
+    """Uncommitted changes under `CODE` (``git status --porcelain``)."""
+    out = _git("status", "--porcelain", "--", *CODE, root=root)
+    out.check_returncode()
+    return [line for line in out.stdout.splitlines() if line.strip()]
+
+
 def moved_since(text: str, root: Path = ROOT) -> Moved:
     """Compare the page's measured commit with HEAD (git history of `CODE` only)."""
     commit = measured_commit(text)
@@ -66,24 +73,18 @@ def moved_since(text: str, root: Path = ROOT) -> Moved:
         return moved
     moved.since = _git("rev-list", f"{commit}..HEAD", "--", *CODE, root=root).stdout.split()
     neutral = neutral_commits(text)
-    for sha in moved.since:
-        if sha not in neutral:
-            continue
+    for sha in (s for s in moved.since if s in neutral):
         if _git("diff", "--stat", f"{sha}^", sha, "--", "stabledist", root=root).stdout:
             moved.problems.append(f"{sha[:12]} is declared measurement-neutral but changes "
                                   "stabledist/")
         else:
             moved.neutral.append(sha)
-    dirty = _git("status", "--porcelain", "--", *CODE, root=root).stdout.splitlines()
-    if dirty:
-        moved.problems.append(f"{len(dirty)} uncommitted change(s) under "
-                              f"{' or '.join(c + '/' for c in CODE)}")
-    stale = [s for s in moved.since if s not in moved.neutral]
-    if stale:
+    if dirty := dirty_code(root):
+        moved.problems.append(f"{len(dirty)} uncommitted change(s) under {CODE_DIRS}")
+    if stale := [s for s in moved.since if s not in moved.neutral]:
         moved.diffstat = _git("diff", "--stat", commit, "HEAD", "--", *CODE, root=root).stdout
-        moved.problems.append(
-            f"{len(stale)} commit(s) changed {' or '.join(c + '/' for c in CODE)} after the "
-            f"measured commit {commit[:12]}: " + ", ".join(s[:12] for s in stale))
+        moved.problems.append(f"{len(stale)} commit(s) changed {CODE_DIRS} after the measured "
+                              f"commit {commit[:12]}: " + ", ".join(s[:12] for s in stale))
     return moved
 
 

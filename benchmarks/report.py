@@ -6,6 +6,7 @@ is in its record in :mod:`benchmarks.registry`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from collections.abc import Iterable, Sequence
@@ -19,6 +20,7 @@ from stabledist.benchmark._rows import (
     LABELS,
     WIDTH,
     Row,
+    Verdict,
     fmt_interval,
     fmt_value,
     group_table,
@@ -49,10 +51,8 @@ def summary_rows(results: Iterable[BenchResult]) -> list[Row]:
     return rows
 
 
-def _target(key: str, criterion: str, value: str, passed: bool | None,
-            detail: str = "") -> dict[str, Any]:
-    return {"target": key, "criterion": criterion, "value": value, "passed": passed,
-            "detail": detail}
+def _target(key: str, criterion: str, verdict: Verdict) -> dict[str, Any]:
+    return {"target": key, "criterion": criterion, **dataclasses.asdict(verdict)}
 
 
 NOT_JUDGED = "not judged: the smoke profile's timing resolves nothing"
@@ -66,42 +66,36 @@ def evaluate_targets(results: Sequence[BenchResult], rows: Sequence[Row],
     judged = sorted(((t, verdict) for b in REGISTRY if b.name in by for t in b.targets
                      if (verdict := t.check(by[b.name])) is not None),
                     key=lambda tv: tv[0].rank)
-    out = [_target(t.key, t.criterion, v.value, v.passed, v.detail)
-           if judge_timing or not t.timing or v.passed is None
-           else _target(t.key, t.criterion, v.value, None, NOT_JUDGED) for t, v in judged]
+    out = [_target(t.key, t.criterion, v if judge_timing or not t.timing or v.passed is None
+                   else Verdict(v.value, None, NOT_JUDGED)) for t, v in judged]
     slower = slower_target(rows, judge_timing)
     return out if slower is None else [*out, slower]
 
 
-def judged_rows(rows: Iterable[Row]) -> list[Row]:
-    """The rows the global "slower" target judges (single-case timed rows with a ratio)."""
-    return [r for r in rows if r.get("judged") and r.get("ratio") is not None]
-
-
-def verdict_counts(rows: Iterable[Row]) -> dict[str, int]:
-    """How many judged rows have each verdict (faster / same / slower / unresolved)."""
-    found = [r.get("verdict") or "unresolved" for r in judged_rows(rows)]
-    return {v: found.count(v) for v in VERDICTS}
+def judged_rows(rows: Iterable[Row]) -> tuple[list[Row], dict[str, int]]:
+    """The rows the global "slower" target judges (single-case timed rows with a ratio), and
+    how many have each verdict (faster / same / slower / unresolved)."""
+    judged = [r for r in rows if r.get("judged") and r.get("ratio") is not None]
+    found = [r.get("verdict") or "unresolved" for r in judged]
+    return judged, {v: found.count(v) for v in VERDICTS}
 
 
 def slower_target(rows: Sequence[Row], judge_timing: bool = True) -> dict[str, Any] | None:
-    """The "no row slower" target: it fails when a judged row's 95% interval of the paired
-    ratio lies wholly below `SAME_LOW`; its value is the row whose interval reaches least
-    high. N/A when no judged row has an interval (one repetition each resolves nothing)."""
-    judged = judged_rows(rows)
+    """`SLOWER_TEXT`; its value is the judged row whose interval reaches least high (`worst_of`).
+    N/A when no judged row has an interval (one repetition each resolves nothing)."""
+    judged, counts = judged_rows(rows)
     if not judged:
         return None
-    counts = verdict_counts(judged)
     worst, slow, resolved = worst_of(judged)
     detail = (f"of {len(judged)} judged rows: " + ", ".join(
         f"{counts[v]} {v}" for v in VERDICTS)
         + (" (one repetition: no interval)" if counts["unresolved"] else "")
         + ("; slower: " + "; ".join(f"{r['benchmark']}/{r['case']} {fmt_interval(r)}"
                                      for r in slow) if slow else ""))
-    return _target(
-        "slower", SLOWER_TEXT, f"worst row {worst['benchmark']} / {worst['case']}: "
-        f"{fmt_interval(worst)}", (not slow if resolved else None) if judge_timing else None,
-        detail if judge_timing else f"{NOT_JUDGED}; {detail}")
+    return _target("slower", SLOWER_TEXT, Verdict(
+        f"worst row {worst['benchmark']} / {worst['case']}: {fmt_interval(worst)}",
+        (not slow if resolved else None) if judge_timing else None,
+        detail if judge_timing else f"{NOT_JUDGED}; {detail}"))
 
 
 def _summary_table(rows: Sequence[Row]) -> list[str]:
@@ -123,14 +117,12 @@ def _summary_table(rows: Sequence[Row]) -> list[str]:
 def _heading(bench: str, rows: Sequence[Row]) -> str:
     if any(r["case"] == "ERROR" for r in rows):
         return "ERROR (see report.md)"
-    record = BENCHMARKS.get(bench)
-    return record.heading if record else ""
+    return getattr(BENCHMARKS.get(bench), "heading", "")
 
 
 def compact_lines(payload: dict[str, Any]) -> list[str]:
-    """The terminal summary: the verdict table, then one whole PASS/FAIL/N/A line per target
-    (wrapped, never cut; a failed target with its detail), at most ``WIDTH`` wide. The
-    published page shows the same lines."""
+    """The terminal summary (and the page's): the verdict table, then one whole PASS/FAIL/N/A
+    line per target (wrapped, never cut; a failed one with its detail), ``WIDTH`` wide."""
     lines = [*wrap("stabledist vs numpyro: the three time columns are in the unit of their "
                     "group's heading; ratio = numpyro time / stabledist time (above 1: "
                     "stabledist faster). A judged row ends in its verdict: \"faster\" or "
@@ -138,8 +130,7 @@ def compact_lines(payload: dict[str, Any]) -> list[str]:
                     f"lies wholly above {SAME_HIGH:.2f} or below {SAME_LOW:.2f}, nothing when "
                     "the same, \"?\" with one repetition; aggregates and rows with targets "
                     "of their own are not judged", WIDTH, ""), ""]
-    lines += group_table(payload["summary"], _heading)
-    lines += ["", "Targets:"]
+    lines += [*group_table(payload["summary"], _heading), "", "Targets:"]
     for t in payload["targets"]:
         lines += wrap(target_line(t, t["passed"] is False, " "), WIDTH, " " * 6)
     return lines
@@ -151,8 +142,7 @@ def verdict_lines(payload: dict[str, Any], status: int, strict: bool,
     targets = payload["targets"]
     judged = [t for t in targets if t["passed"] is not None]
     failed = [t["target"] for t in judged if t["passed"] is False]
-    rows = judged_rows(payload["summary"])
-    counts = verdict_counts(rows)
+    rows, counts = judged_rows(payload["summary"])
     text = "Verdict: " + (f"{len(errors)} benchmark(s) raised ({', '.join(errors)}); "
                           if errors else "")
     text += (f"{len(judged) - len(failed)} of {len(judged)} judged targets pass"
@@ -167,8 +157,7 @@ def verdict_lines(payload: dict[str, Any], status: int, strict: bool,
                  f"slower in {counts['slower']}"
                  + (f", unresolved in {counts['unresolved']} (one repetition)"
                     if counts["unresolved"] else "") + ". ")
-    text += _stops(payload)
-    text += f"Exit status {status}"
+    text += _stops(payload) + f"Exit status {status}"
     if failed and not errors:
         text += (" (--strict: failed targets fail the run)" if strict else
                  " (failed targets fail the run only with --strict)")
@@ -199,10 +188,7 @@ def _case_table(res: BenchResult) -> list[str]:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in res.cases:
         unit = c.params.get("unit", res.unit)
-        cells = [c.name]
-        for v in variants:
-            s = summarize(c.samples.get(v, []))
-            cells.append(fmt_value(s.get("median"), unit) if s.get("n") else "-")
+        cells = [c.name, *(fmt_value(c.median(v), unit) for v in variants)]
         r = summarize(c.ratio("numpyro", "stabledist"))
         cells.append(f"{r['median']:.2f}x ({r['q1']:.2f}-{r['q3']:.2f})" if r.get("n") else "-")
         nc = c.ratio_median("nocache", "stabledist")
@@ -212,9 +198,8 @@ def _case_table(res: BenchResult) -> list[str]:
 
 
 def host_device_table(cases: Sequence[Any]) -> list[str]:
-    """Host and device time per call of the cases that recorded them, one column per
-    variant, each cell looked up by its variant (cases record their variants in the order
-    they ran, which rotates)."""
+    """Host and device time per call of the cases that recorded them, a cell looked up by its
+    variant (cases record their variants in the order they ran, which rotates)."""
     hd = [c for c in cases if c.extra.get("host_device")]
     if not hd:
         return []
@@ -282,8 +267,7 @@ def write_markdown(path: Path, payload: dict[str, Any], results: Sequence[BenchR
 
 
 def write_plots(outdir: Path, results: Sequence[BenchResult]) -> list[str]:
-    """The registered plots of the benchmarks that ran without error; returns the file
-    names written."""
+    """The registered plots of the benchmarks that ran without error; the files written."""
     import matplotlib
 
     matplotlib.use("Agg")

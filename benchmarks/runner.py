@@ -17,8 +17,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import jax
-
 from benchmarks import report
 from benchmarks.config import Profile, accelerator_note
 from benchmarks.registry import BENCHMARKS
@@ -41,7 +39,6 @@ signal exits with 128 + the signal's number, after writing what it measured."""
 
 
 def exit_status(errors: Sequence[str], targets: Sequence[dict[str, Any]], strict: bool) -> int:
-    """1 when a benchmark raised; else 3 when a target failed and ``strict``; else 0."""
     if errors:
         return EXIT_ERROR
     return EXIT_TARGET if strict and any(t["passed"] is False for t in targets) else EXIT_OK
@@ -71,20 +68,18 @@ class _Signals:
                 signal.signal(s, handler)
 
 
-def _run_one(name: str, profile: Profile, signals: _Signals) -> tuple[BenchResult, Stopped | None]:
-    """One benchmark; a stop keeps the cases it had finished (`LIVE`), an exception becomes
-    the result's error, so that one failure does not lose the others."""
+def _run_one(name: str, profile: Profile, signals: _Signals) -> BenchResult:
+    """One benchmark; a stop keeps the cases it had finished (`LIVE`, ``extra["stopped"]``),
+    an exception becomes the result's error, so that one failure does not lose the others."""
     TRACKER.begin(name)
     progress(TRACKER.line(f"== {name}: {BENCHMARKS[name].summary}"))
     LIVE.pop(name, None)
     t0 = time.perf_counter()
-    stopped = None
     blank = partial(BenchResult, name, BENCHMARKS[name].summary, "", {}, "")
     try:
         signals.armed = True
         result = BENCHMARKS[name].run(profile)
     except Stopped as stop:
-        stopped = stop
         result = LIVE.get(name) or blank()
         result.extra["stopped"] = f"{stop.reason}, after {len(result.cases)} case(s)"
         progress(f"!! {name} {result.extra['stopped']}")
@@ -97,16 +92,14 @@ def _run_one(name: str, profile: Profile, signals: _Signals) -> tuple[BenchResul
     result.seconds = time.perf_counter() - t0
     result.extra["load_average_after"] = load_average()  # how busy the machine was
     progress(TRACKER.line(f"== {name} done in {result.seconds:.0f}s"))
-    return result, stopped
+    return result
 
 
 def _skip_reason(name: str, deadline_s: float | None) -> str | None:
     """Why ``name`` does not start: it would end after the deadline (its planned time,
     scaled by how fast the finished steps went)."""
-    if deadline_s is None:
-        return None
     now, need = run_clock(), TRACKER.remaining(name)
-    if now + need <= deadline_s:
+    if deadline_s is None or now + need <= deadline_s:
         return None
     return (f"not started at {now / 60:.1f} min: planned ~{need / 60:.1f} min, past the "
             f"{deadline_s / 60:.1f}-minute deadline")
@@ -146,10 +139,10 @@ def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: 
     plots: list[str] = []
     signals = _Signals()
     payload: dict[str, Any] = {}
-    stopped: Stopped | None = None
     with signals.installed():
         for name in only:
-            reason = ("not started: the run was stopped" if stopped or signals.pending
+            stopped = signals.pending or any("stopped" in r.extra for r in results)
+            reason = ("not started: the run was stopped" if stopped
                       else _skip_reason(name, deadline_s))
             if reason:
                 skipped[name] = reason
@@ -157,10 +150,8 @@ def run(profile: Profile, only: Sequence[str], out: Path, device: str, command: 
                 TRACKER.end()
                 progress(TRACKER.line(f"-- {name} skipped: {reason}"))
                 continue
-            result, stop = _run_one(name, profile, signals)
-            stopped = stopped or stop
-            results.append(result)
-            plots += report.write_plots(out, [result])
+            results.append(_run_one(name, profile, signals))
+            plots += report.write_plots(out, results[-1:])
             payload = _write(out, profile, command, env, results, plots, skipped)
         payload = _write(out, profile, command, env, results, plots, skipped)
     return _finish(payload, results, plots, out, strict, signals.pending), payload
@@ -176,7 +167,7 @@ def _write(out: Path, profile: Profile, command: str, env: dict[str, Any],
                "load_average_end": load_average(), "seconds": run_clock(),
                "benchmarks": {r.name: r.as_dict() for r in results}, "summary": rows,
                "targets": report.evaluate_targets(results, rows, profile.judge_timing),
-               "jax_backend_devices": [str(d) for d in jax.devices()],
+               "jax_backend_devices": env["devices"],
                "eta_history": list(TRACKER.history), "plots": list(plots),
                "skipped": dict(skipped)}
     write_json(out / "results.json", payload)
@@ -188,17 +179,13 @@ def _finish(payload: dict[str, Any], results: Sequence[BenchResult], plots: Sequ
             out: Path, strict: bool, signum: int | None) -> int:
     """Print the verdict table, the targets and the verdict; the exit status."""
     errors = [r.name for r in results if r.error]
-    status = exit_status(errors, payload["targets"], strict)
-    payload["eta_error"] = eta_error(payload.get("eta_history", []), run_clock())
-    if signum is not None:
-        status = 128 + signum
-    print()
-    print("\n".join(report.compact_lines(payload)))
-    print()
-    print("\n".join(report.verdict_lines(payload, status, strict, errors)))
+    status = (exit_status(errors, payload["targets"], strict) if signum is None
+              else 128 + signum)
+    payload["eta_error"] = eta_error(payload["eta_history"], run_clock())
+    print("\n".join(["", *report.compact_lines(payload), "",
+                     *report.verdict_lines(payload, status, strict, errors)]))
     payload["cpu_seconds"] = cpu_seconds()
-    err = payload["eta_error"]
-    if err:
+    if err := payload["eta_error"]:
         # two lines: the summary keeps to 100 columns (a run over 90 s prints this one)
         print(f"The time-left estimates from the first minute on were within "
               f"{100 * err['worst']:.0f}% of the truth\n(worst at {err['at']:.0f} s: "
@@ -210,8 +197,7 @@ def _finish(payload: dict[str, Any], results: Sequence[BenchResult], plots: Sequ
 
 
 def cpu_seconds() -> float:
-    """CPU time of this process and the children it waited for (user + system): on a busy
-    machine the wall time says how loaded it was, this what the run itself cost (on an idle
-    2-core machine the wall time is about this, less what ran in parallel)."""
+    """CPU time of this process and the children it waited for (user + system): what the run
+    itself cost, where the wall time on a busy machine says how loaded it was."""
     own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime

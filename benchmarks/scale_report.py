@@ -6,8 +6,10 @@ A module of its own because the registry is already long; no jax here.
 from __future__ import annotations
 
 import math
+import operator
 import statistics
 from collections.abc import Sequence
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from stabledist.benchmark._measure import BenchResult, Case, t_975
@@ -37,85 +39,69 @@ STAGING = ("sites_trace", "sites_compile", "sites_fresh_trace", "sites_fresh_com
 def _gc_note(case: Case) -> str:
     """Mean and slowest repetition per variant, and the generation-2 collections that ran
     in its repetitions: the collector is part of the measure."""
+    to_ms = 1e-6 if case.params.get("unit", "s").startswith("ns") else 1e3
     parts = []
     for v in ("numpyro", "stabledist"):
-        values = case.samples.get(v) or []
-        if not values:
-            continue
-        unit = case.params.get("unit", "s")
-        scale, suffix = (1e-6, "ms") if unit.startswith("ns") else (1e3, "ms")
-        gc = case.extra.get("gc", {}).get(v, {})
-        parts.append(f"{v} mean {statistics.fmean(values) * scale:.3g} max "
-                     f"{max(values) * scale:.3g} {suffix}, gen-2 collections "
-                     f"{int(gc.get('gen2', 0))}")
+        if values := case.samples.get(v):
+            gen2 = int(case.extra.get("gc", {}).get(v, {}).get("gen2", 0))
+            parts.append(f"{v} mean {statistics.fmean(values) * to_ms:.3g} max "
+                         f"{max(values) * to_ms:.3g} ms, gen-2 collections {gen2}")
     return "; ".join(parts)
 
 
 def child_result_cases(runs: dict[str, dict[str, Any]]) -> list[Case]:
     """The children's numbers as cases: one value per variant (counts and bytes; the memory
     per instance has one value per tracemalloc repetition)."""
-    def each(path: Sequence[str]) -> dict[str, list[float]]:
-        out = {}
-        for v, run in runs.items():
-            value: Any = run
-            for key in path:
-                value = value[key]
-            out[v] = [float(x) for x in value] if isinstance(value, list) else [float(value)]
-        return out
+    def each(*path: str) -> dict[str, list[float]]:
+        found: dict[str, Any] = {v: reduce(operator.getitem, path, run) for v, run in runs.items()}
+        return {v: [float(x) for x in (value if isinstance(value, list) else [value])]
+                for v, value in found.items()}
 
     mem = runs["stabledist"]["memory"]
-    cases = [
+    return [
         Case(f"memory per instance, {mem.get('traced_n', mem['n']):,} live (tracemalloc)",
-             {"kind": "mem_traced", "unit": "bytes"}, each(("memory", "traced_per"))),
+             {"kind": "mem_traced", "unit": "bytes"}, each("memory", "traced_per")),
         Case(f"memory per instance, {mem['n']:,} live (RSS)",
-             {"kind": "mem_rss", "unit": "bytes"}, each(("memory", "rss_per"))),
+             {"kind": "mem_rss", "unit": "bytes"}, each("memory", "rss_per")),
         Case("kept after the instances are dropped (tracemalloc)",
-             {"kind": "mem_kept", "unit": "bytes"}, each(("memory", "kept"))),
+             {"kind": "mem_kept", "unit": "bytes"}, each("memory", "kept")),
         Case("gc-tracked objects per live instance", {"kind": "mem_objects", "unit": "objects"},
-             each(("memory", "objects_per"))),
+             each("memory", "objects_per")),
+        *(Case(f"gen-2 collections: {key}", {"kind": "gc_gen2", "unit": "count"},
+               each("cycles", key, "gen2")) for key in runs["stabledist"]["cycles"]),
+        *(Case(f"a full collection over {key} live instances", {"kind": "gc_full", "unit": "ms"},
+               each("heap", key)) for key in runs["stabledist"].get("heap", {})),
     ]
-    for key in runs["stabledist"]["cycles"]:
-        cases.append(Case(f"gen-2 collections: {key}", {"kind": "gc_gen2", "unit": "count"},
-                          each(("cycles", key, "gen2"))))
-    for key in runs["stabledist"].get("heap", {}):
-        cases.append(Case(f"a full collection over {key} live instances",
-                          {"kind": "gc_full", "unit": "ms"}, each(("heap", key))))
-    return cases
 
 
 def scale_rows(res: BenchResult) -> list[Row]:
     """Staging and per-call rows (judged by the "no row slower" rule), the pytree rows
     (their own target), memory, collections and the tables."""
-    rows = []
-    for c in res.of_kind(*STAGING, "sites_call", "plate_call", "tree_trip", "tree_tree_map"):
-        own = c.params["kind"] == "tree_trip"
-        rows.append(single(res.name, c, c.params["unit"], note=_gc_note(c), judged=not own))
+    timed = res.of_kind(*STAGING, "sites_call", "plate_call", "tree_trip", "tree_tree_map")
+    rows = [single(res.name, c, c.params["unit"], note=_gc_note(c),
+                   judged=c.params["kind"] != "tree_trip") for c in timed]
     for c in res.of_kind("mem_traced", "mem_rss", "mem_kept", "mem_objects", "gc_gen2", "gc_full"):
-        rows.append(make_row(res.name, c.name, c.params["unit"], numpyro=c.median("numpyro"),
-                             stabledist=c.median("stabledist"),
-                             ratio=_ratio(c.median("numpyro"), c.median("stabledist")),
-                             speed=False))
+        np_, sd = c.median("numpyro"), c.median("stabledist")
+        rows.append(make_row(res.name, c.name, c.params["unit"], numpyro=np_, stabledist=sd,
+                             ratio=np_ / sd if np_ and sd else None, speed=False))
     tables = _tables(res)
     if tables:
-        grow = tables["after_shapes"]["hoisting_entries"] - tables[
-            "after_half_shapes"]["hoisting_entries"]
+        grow, new = _shape_growth(tables)
         rows.append(make_row(
             res.name, f"hoisting entries after {tables['after_shapes']['shapes']} shapes",
             "count", stabledist=tables["after_shapes"]["hoisting_entries"], speed=False,
-            note=f"+{grow} over the last {_new_shapes(tables)} new shapes"))
+            note=f"+{grow} over the last {new} new shapes"))
     return rows
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a and b else None
 
 
 def _tables(res: BenchResult) -> dict[str, Any] | None:
     return res.extra.get("children", {}).get("stabledist", {}).get("tables")
 
 
-def _new_shapes(tables: dict[str, Any]) -> int:
-    return tables["after_shapes"]["shapes"] - tables["after_half_shapes"]["shapes"]
+def _shape_growth(tables: dict[str, Any]) -> tuple[int, int]:
+    """The hoisting entries the second half of the new shapes added, and how many shapes."""
+    half, full = tables["after_half_shapes"], tables["after_shapes"]
+    return full["hoisting_entries"] - half["hoisting_entries"], full["shapes"] - half["shapes"]
 
 
 def log_slope(points: Sequence[tuple[float, float]]) -> dict[str, float] | None:
@@ -150,9 +136,8 @@ def _slopes(cases: Sequence[Case]) -> dict[str, Any] | None:
     return out
 
 
-def growth_target(res: BenchResult) -> Any:
-    """At every N no staging row slower (95% interval), and the growth no steeper: the
-    slope of the paired log ratio against log N not wholly below -`SLOPE_TOLERANCE`."""
+def growth_target(res: BenchResult) -> Verdict | None:
+    """At every N no staging row slower (95% interval), nor steeper (`SLOPE_TOLERANCE`)."""
     cases = res.of_kind(*STAGING)
     rows = [single(res.name, c, "s") for c in cases]
     if not rows:
@@ -179,10 +164,11 @@ def _mean_ratio(case: Case) -> float:
     return statistics.fmean(a) / statistics.fmean(b) if statistics.fmean(b) else 0.0
 
 
-def flatten_target(res: BenchResult) -> Any:
+def flatten_target(res: BenchResult) -> Verdict | None:
     """At least `FLATTEN_BOUND` times numpyro's speed at every N, by the median times (a
     generation-2 collection costs either library the same; the mean is in the detail)."""
-    ratios = [(c.ratio_median("numpyro", "stabledist"), c) for c in res.of_kind("tree_trip")]
+    ratios = [(r, c) for c in res.of_kind("tree_trip")
+              if (r := c.ratio_median("numpyro", "stabledist")) is not None]
     if not ratios:
         return None
     worst = min(ratios, key=lambda rc: rc[0])
@@ -204,7 +190,7 @@ def _gc_share(case: Case) -> str:
     return ", ".join(parts)
 
 
-def memory_target(res: BenchResult) -> Any:
+def memory_target(res: BenchResult) -> Verdict | None:
     cases = res.of_kind("mem_traced", "mem_rss")
     if not cases:
         return None
@@ -216,7 +202,7 @@ def memory_target(res: BenchResult) -> Any:
                        f"{c.median('numpyro'):,.0f} bytes" for _, c in found))
 
 
-def release_target(res: BenchResult) -> Any:
+def release_target(res: BenchResult) -> Verdict | None:
     kept = res.of_kind("mem_kept")
     runs = res.extra.get("children", {})
     if not kept or "stabledist" not in runs:
@@ -231,7 +217,7 @@ def release_target(res: BenchResult) -> Any:
                    "dropped and collected, per instance")
 
 
-def gc_target(res: BenchResult) -> Any:
+def gc_target(res: BenchResult) -> Verdict | None:
     """No more generation-2 collections than numpyro's (counts: judged in every profile)."""
     runs = res.extra.get("children", {})
     if set(runs) != {"numpyro", "stabledist"}:
@@ -246,9 +232,8 @@ def gc_target(res: BenchResult) -> Any:
                    f"{fresh['stabledist']['gen2']}, numpyro {fresh['numpyro']['gen2']}")
 
 
-def heap_target(res: BenchResult) -> Any:
-    """A full collection over the live instances at most `COLLECT_BOUND` times numpyro's (a
-    time: judged where the profile judges timing)."""
+def heap_target(res: BenchResult) -> Verdict | None:
+    """A full collection over the live instances at most `COLLECT_BOUND` times numpyro's."""
     runs = res.extra.get("children", {})
     if set(runs) != {"numpyro", "stabledist"} or not runs["stabledist"].get("heap"):
         return None
@@ -259,14 +244,12 @@ def heap_target(res: BenchResult) -> Any:
                    ("slower: " + ", ".join(slower)) if slower else "")
 
 
-def tables_target(res: BenchResult) -> Any:
+def tables_target(res: BenchResult) -> Verdict | None:
     tables = _tables(res)
     if not tables:
         return None
     inst = tables["after_instances"]
-    grow = tables["after_shapes"]["hoisting_entries"] - tables["after_half_shapes"][
-        "hoisting_entries"]
-    new = _new_shapes(tables)
+    grow, new = _shape_growth(tables)
     ok = inst["owners"] == 0 and inst["values"] == 0 and grow <= SHAPE_GROWTH * new
     return Verdict(f"after the instances: {inst['owners']} owners, {inst['values']} values; "
                    f"hoisting +{grow} entries over {new} new shapes", ok,
