@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
+import numpyro.distributions as nd
 import pytest
 from numpyro.distributions.util import lazy_property
 
@@ -33,7 +33,7 @@ class Smoothed(sd.MultivariateNormal):
 
     @lazy_property
     def precision_diagonal(self) -> jnp.ndarray:
-        return jnp.diagonal(self.precision_matrix)
+        return jnp.diagonal(jnp.asarray(self.precision_matrix))
 
 
 def test_a_users_class_shows_numpyros_recomputation_and_stabledists_constant() -> None:
@@ -60,8 +60,6 @@ def test_bad_targets_are_named(model_file: Path) -> None:
     from stabledist.benchmark.__main__ import main
 
     with pytest.raises(TypeError, match="numpyro's class"):
-        import numpyro.distributions as nd
-
         benchmark.distribution(nd.Normal(0.0, 1.0))
     with pytest.raises(ValueError, match="no lazy value named"):
         benchmark.distribution(sd.Normal(0.0, 1.0), names=["precision_matrix"])
@@ -105,7 +103,7 @@ def without_lazy_values(y=Y):
 @pytest.fixture
 def model_file(tmp_path: Path) -> Path:
     path = tmp_path / "users_model.py"
-    path.write_text(textwrap.dedent(MODELS))
+    path.write_text(MODELS)
     return path
 
 
@@ -139,7 +137,7 @@ def test_forked_processes_measure_the_same_program(model_file: Path) -> None:
                              fork=True, quiet=True)
     (read,) = forked.reads
     assert (read.name, read.stabledist_equations) == ("precision_matrix", 0)
-    assert read.numpyro_equations > 0
+    assert (read.numpyro_equations or 0) > 0
     assert [c.params["phase"] for c in forked.cases] == [
         "trace_s", "lower_s", "compile_s", "first_jit_s", "call_ns"]
     first_jit = forked.cases[3].samples["numpyro"][0]

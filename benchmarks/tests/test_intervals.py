@@ -4,31 +4,24 @@ that carry it and the targets that judge by it."""
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # the benchmarks package is not installed
+from benchmarks.registry import BENCHMARKS
+from benchmarks.report import slower_target
+from stabledist.benchmark._measure import BenchResult, Case, paired_ratio_interval
+from stabledist.benchmark._rows import aggregate, first_call_row, make_row, single
 
 
-def test_paired_ratio_interval_by_hand() -> None:
+def test_paired_ratio_interval_by_hand_and_its_verdicts() -> None:
     """Ratios e^0, e^0.1, e^0.2: log mean 0.1, sd 0.1, n 3, so the half-width of the log
     interval is 4.303 * 0.1 / sqrt(3)."""
-    from stabledist.benchmark._measure import paired_ratio_interval
-
     iv = paired_ratio_interval([2.0, 2 * math.exp(0.1), 2 * math.exp(0.2)], [2.0, 2.0, 2.0])
     half = 4.302653 * 0.1 / math.sqrt(3)  # t(0.975, df 2)
     assert iv["n"] == 3 and iv["verdict"] == "same"
     assert iv["ratio"] == pytest.approx(math.exp(0.1))
     assert iv["lo"] == pytest.approx(math.exp(0.1 - half))
     assert iv["hi"] == pytest.approx(math.exp(0.1 + half))
-
-
-def test_paired_ratio_interval_verdicts() -> None:
-    from stabledist.benchmark._measure import paired_ratio_interval
-
     same = paired_ratio_interval([5.0] * 4, [5.0] * 4)  # identical: zero-width interval at 1
     assert (same["ratio"], same["lo"], same["hi"], same["verdict"]) == (1.0, 1.0, 1.0, "same")
     # numpyro / stabledist about 0.8: stabledist clearly slower, and the mirror image faster
@@ -51,9 +44,6 @@ def test_paired_ratio_interval_verdicts() -> None:
 
 
 def test_rows_carry_interval_verdict_and_whether_judged() -> None:
-    from stabledist.benchmark._measure import Case
-    from stabledist.benchmark._rows import aggregate, first_call_row, single
-
     case = Case("c", {}, {"numpyro": [1.0, 1.1, 0.9, 1.0], "stabledist": [1.3, 1.4, 1.2, 1.3]})
     row = single("dispatch", case, "ns/call")
     assert row["verdict"] == "slower" and row["judged"] is True
@@ -71,43 +61,37 @@ def test_rows_carry_interval_verdict_and_whether_judged() -> None:
 
 
 def test_slower_target_judges_only_judged_rows_by_their_interval() -> None:
-    from benchmarks.report import slower_target
-
     def row(bench: str, ratio: float, lo: float | None, hi: float | None, verdict: str,
             judged: bool = True) -> dict:
-        from stabledist.benchmark._rows import make_row
-
         return make_row(bench, f"{bench} case", "s", ratio=ratio, ratio_lo=lo, ratio_hi=hi,
                         verdict=verdict, judged=judged)
 
+    lazy = row("lazy", 0.5, 0.4, 0.6, "slower", judged=False)
     fine = [row("e2e", 0.95, 0.90, 1.01, "same"), row("closure", 1.5, 1.4, 1.6, "faster"),
-            row("lazy", 0.5, 0.4, 0.6, "slower", judged=False), row("compile", 0.6, None, None,
-                                                                       "unresolved")]
+            lazy, row("compile", 0.6, None, None, "unresolved")]
     t = slower_target(fine)
     assert t is not None and t["target"] == "slower" and t["passed"] is True
     assert "wholly below 0.97" in t["criterion"]
     assert t["value"] == "worst row e2e / e2e case: 0.95x [0.90-1.01]"  # lowest upper bound
     assert "of 3 judged rows: 1 faster, 1 same, 0 slower, 1 unresolved" in t["detail"]
-    slow = slower_target([*fine, row("dispatch", 0.9, 0.85, 0.96, "slower")])
+    slow_rows = [*fine, row("dispatch", 0.9, 0.85, 0.96, "slower")]
+    slow = slower_target(slow_rows)
     assert slow is not None and slow["passed"] is False
     assert "slower: dispatch/dispatch case 0.90x [0.85-0.96]" in slow["detail"]
     unresolved = slower_target([row("e2e", 0.5, None, None, "unresolved")])
     assert unresolved is not None and unresolved["passed"] is None  # nothing resolved: N/A
-    smoke = slower_target([*fine, row("dispatch", 0.9, 0.85, 0.96, "slower")], False)
+    smoke = slower_target(slow_rows, False)
     assert smoke is not None and smoke["passed"] is None
-    assert slower_target([row("lazy", 0.5, 0.4, 0.6, "slower", judged=False)]) is None
+    assert slower_target([lazy]) is None
 
 
 def test_e2e_target_uses_the_interval_rule() -> None:
-    from benchmarks.registry import BENCHMARKS
-    from stabledist.benchmark._measure import BenchResult, Case
-
     check = next(t.check for t in BENCHMARKS["e2e"].targets if t.key == "e2e")
-    res = BenchResult("e2e", "t", "s", {"numpyro": "", "stabledist": ""}, "")
-    res.cases = [Case("gp NUTS", {"same_program": True},
-                      {"numpyro": [1.0, 1.1, 0.95], "stabledist": [1.05, 1.0, 1.0]}),
-                 Case("angles NUTS", {"same_program": False},
-                      {"numpyro": [2.0, 2.1, 2.2], "stabledist": [1.0, 1.0, 1.1]})]
+    res = BenchResult("e2e", "t", "s", {"numpyro": "", "stabledist": ""}, "", [
+        Case("gp NUTS", {"same_program": True},
+             {"numpyro": [1.0, 1.1, 0.95], "stabledist": [1.05, 1.0, 1.0]}),
+        Case("angles NUTS", {"same_program": False},
+             {"numpyro": [2.0, 2.1, 2.2], "stabledist": [1.0, 1.0, 1.1]})])
     verdict = check(res)
     assert verdict is not None and verdict.passed is True
     assert verdict.value.startswith("worst gp NUTS") and "(the same program)" in verdict.value

@@ -4,16 +4,11 @@ fitted slopes, each target's pass and fail, the plot. No jax; well under a secon
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.scale_report import (  # noqa: E402 - after the path is set
+from benchmarks.scale_report import (
     SHAPE_GROWTH,
     child_result_cases,
     flatten_target,
@@ -27,7 +22,7 @@ from benchmarks.scale_report import (  # noqa: E402 - after the path is set
     scale_rows,
     tables_target,
 )
-from stabledist.benchmark._measure import BenchResult, Case  # noqa: E402
+from stabledist.benchmark._measure import BenchResult, Case
 
 
 def test_log_slope_by_hand() -> None:
@@ -53,11 +48,8 @@ def _staging(kind: str, sd_per_site: float, np_per_site: float,
 
 
 def _result(cases: list[Case], children: dict[str, Any] | None = None) -> BenchResult:
-    res = BenchResult("scale", "t", "s", {"numpyro": "", "stabledist": ""}, "")
-    res.cases = cases
-    if children is not None:
-        res.extra["children"] = children
-    return res
+    return BenchResult("scale", "t", "s", {"numpyro": "", "stabledist": ""}, "", cases,
+                       {} if children is None else {"children": children})
 
 
 def test_growth_target_fails_a_slower_row_or_a_steeper_slope() -> None:
@@ -80,13 +72,14 @@ def _trip(n: int, ratio: float) -> Case:
 
 
 def test_flatten_target_needs_5x_at_every_size_by_the_median() -> None:
+    from benchmarks.bench_scale import _spent_ms
+
     ok = flatten_target(_result([_trip(100, 9.0), _trip(10_000, 6.0)]))
     assert ok is not None and ok.passed is True and "6.0x" in ok.value
     low = flatten_target(_result([_trip(100, 9.0), _trip(10_000, 4.0)]))
     assert low is not None and low.passed is False and "pytree 10000" in low.value
     # 8x in four repetitions of five, one slowed 10-fold by a full collection (which either
-    # library pays): the median, the round trip's own work, says 8x; the mean 2.9x and the
-    # collections' share are in the detail
+    # library pays): the median says 8x; the mean and the collections' share are in the detail
     spiked = _trip(1000, 8.0)
     spiked.samples = {"numpyro": [8e6] * 5, "stabledist": [1e7, 1e6, 1e6, 1e6, 1e6]}
     # ten round trips per repetition: 140 ms in stabledist's repetitions, 9 of them collecting
@@ -96,11 +89,7 @@ def test_flatten_target_needs_5x_at_every_size_by_the_median() -> None:
     assert verdict is not None and verdict.passed is True and "8.0x" in verdict.value
     assert "mean 2.9x" in verdict.detail and "stabledist 1 gen-2 collections, 6%" in (
         verdict.detail)
-
-
-def test_a_round_trips_time_counts_every_call_of_its_repetitions() -> None:
-    from benchmarks.bench_scale import _spent_ms
-
+    # the time spent in the round trip (that share's denominator): every call of each repetition
     samples = {"v|flatten": [1e6, 2e6], "v|unflatten": [3e6, 3e6], "v|tree_map": [9e9]}
     loops = {"v|flatten": 10, "v|unflatten": 5, "v|tree_map": 1}
     assert _spent_ms(samples, loops, "v") == pytest.approx(30.0 + 30.0)

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from benchmarks import BENCHMARKS, PROFILES
 
-from benchmarks import BENCHMARKS, PROFILES  # noqa: E402 - after the path is set
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
+    """The run's folder, its stdout and stderr, and its results.json."""
     out = tmp_path_factory.mktemp("bench")
     # the benchmarks set up JAX themselves and time compilation: no flags or compile cache
     env = {k: v for k, v in os.environ.items()
@@ -39,12 +39,11 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     )
     failed = [line for line in proc.stdout.splitlines() if line.startswith("FAIL")]
     assert proc.returncode == 0, "\n".join([*failed, proc.stderr[-4000:]])
-    return out, proc.stdout + proc.stderr
+    return out, proc.stdout + proc.stderr, json.loads((out / "results.json").read_text())
 
 
-def test_writes_json_markdown_and_plots(smoke_run: tuple[Path, str]) -> None:
-    out, _ = smoke_run
-    assert (out / "results.json").is_file()
+def test_writes_json_markdown_and_plots(smoke_run: tuple[Path, str, dict]) -> None:
+    out, text, _ = smoke_run
     report = (out / "report.md").read_text()
     assert "## Targets" in report and "## Summary" in report
     pngs = sorted(p.name for p in out.glob("bench-*.png"))
@@ -52,11 +51,11 @@ def test_writes_json_markdown_and_plots(smoke_run: tuple[Path, str]) -> None:
             "bench-e2e.png"} <= set(pngs)
     for png in pngs:
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "bars in one panel" not in text  # benchmarks.report.write_plots warns of > 15
 
 
-def test_json_has_environment_and_every_benchmark(smoke_run: tuple[Path, str]) -> None:
-    out, _ = smoke_run
-    data = json.loads((out / "results.json").read_text())
+def test_json_has_environment_and_every_benchmark(smoke_run: tuple[Path, str, dict]) -> None:
+    _, _, data = smoke_run
     env = data["environment"]
     for key in ("backend", "device_kind", "cpu_count", "device_count", "host_memory_bytes",
                 "git_commit"):
@@ -101,11 +100,10 @@ def test_json_has_environment_and_every_benchmark(smoke_run: tuple[Path, str]) -
     assert data["benchmarks"]["dispatch"]["cases"][0]["extra"]["host_device"]["stabledist"]
 
 
-def test_constants_rows_are_separated_by_mode(smoke_run: tuple[Path, str]) -> None:
+def test_constants_rows_are_separated_by_mode(smoke_run: tuple[Path, str, dict]) -> None:
     """The simplified-constants flag is set in a fresh process per mode, read back there,
     and every case and row names its mode."""
-    out, _ = smoke_run
-    data = json.loads((out / "results.json").read_text())
+    _, _, data = smoke_run
     bench = data["benchmarks"]["constants"]
     modes = bench["extra"]["modes"]
     assert {m["flag"] for m in modes.values()} == {"0", "1"}
@@ -128,8 +126,8 @@ MARK = re.compile(r" (faster|slower|\?)$")  # a judged row's verdict ("same": no
 
 
 def test_prints_verdict_table_whole_target_lines_and_progress(
-        smoke_run: tuple[Path, str]) -> None:
-    out, text = smoke_run
+        smoke_run: tuple[Path, str, dict]) -> None:
+    _, text, data = smoke_run
     lines = text.splitlines()
     start = lines.index(next(x for x in lines if x.startswith("stabledist vs numpyro:")))
     end = lines.index(next(x for x in lines if x.startswith("details: ")))
@@ -137,7 +135,6 @@ def test_prints_verdict_table_whole_target_lines_and_progress(
     too_wide = [line for line in summary[:-1] if len(line) > 100]  # not the path line
     assert not too_wide, too_wide
     # the verdict table: a heading per group naming its unit, rows of bare numbers
-    data = json.loads((out / "results.json").read_text())
     head = next(i for i, x in enumerate(summary) if x.split()[1:] == [
         "stabledist", "numpyro", "no-cache", "ratio"])
     table = summary[head + 2:summary.index("", head)]
@@ -174,115 +171,12 @@ def test_prints_verdict_table_whole_target_lines_and_progress(
     assert len(steps) >= 8, lines[:20]
 
 
-def test_every_plot_has_at_most_15_bars_per_panel(smoke_run: tuple[Path, str]) -> None:
-    _, text = smoke_run
-    assert "bars in one panel" not in text  # benchmarks.report.write_plots warns
-
-
-def test_published_sections_render_from_a_run(smoke_run: tuple[Path, str]) -> None:
+def test_published_sections_render_from_a_run(smoke_run: tuple[Path, str, dict]) -> None:
     from benchmarks.publish import in_short, results_section
 
-    out, _ = smoke_run
-    data = json.loads((out / "results.json").read_text())
+    _, _, data = smoke_run
     short = in_short(data)
     assert "| verdict | where | ratio | stabledist vs numpyro |" in short
     assert "**faster**" in short and "**costs**" in short
     page = short + results_section(data, data["plots"])
     assert "\\|" not in page and "~\n" not in page
-
-
-def test_exit_status_is_0_unless_strict_and_a_target_failed() -> None:
-    from benchmarks.runner import EXIT_ERROR, EXIT_OK, EXIT_TARGET, exit_status
-
-    assert (EXIT_OK, EXIT_ERROR, EXIT_TARGET) == (0, 1, 3)
-    failed = [{"passed": True}, {"passed": False}, {"passed": None}]
-    passed = [{"passed": True}, {"passed": None}]
-    assert exit_status([], failed, strict=False) == EXIT_OK
-    assert exit_status([], failed, strict=True) == EXIT_TARGET
-    assert exit_status([], passed, strict=True) == EXIT_OK
-    assert exit_status(["lazy"], passed, strict=False) == EXIT_ERROR
-    from benchmarks.__main__ import parse_args
-
-    assert parse_args(["--out", "x"]).strict is False
-    assert parse_args(["--strict", "--out", "x"]).strict is True
-    assert parse_args(["--publish", "--out", "x"]).strict is True  # publish implies strict
-    assert parse_args(["--publish", "--no-strict", "--out", "x"]).strict is False
-
-
-def test_progress_tracker_counts_steps_and_estimates() -> None:
-    from stabledist.benchmark._measure import SPEED_PRIOR_S, Tracker
-
-    t = Tracker(heartbeat=1e9)
-    t.set_plan({"a": (2, 10.0), "b": (3, 30.0)})
-    assert t.counts() == (0, 5)
-    assert t.eta() == 40.0
-    t.begin("a")
-    t.step("a1")
-    t.step("a2")
-    t.end()
-    t.begin("b", steps=4)  # the real count, once known
-    assert t.counts() == (2, 6)
-    assert "2 of 6" in t.line("x")
-    t.step("b1-b2", weight=2)  # a long step counts for two of the plan
-    assert t.counts() == (4, 6)
-    # a step running past its plan slows the estimate before it ends
-    slow = Tracker(heartbeat=1e9)
-    slow.set_plan({"a": (10, 100.0)})
-    slow.begin("a")
-    slow.step("a1", weight=5)  # planned 50 s
-    slow.step_t0 -= 150.0  # running for 150 s: three times its plan
-    speed = (150.0 + SPEED_PRIOR_S) / (50.0 + SPEED_PRIOR_S)  # shrunk toward the plan
-    assert speed > 1.5
-    assert slow.eta() == pytest.approx((50.0 + 150.0 / 4 / speed) * speed, rel=0.01)
-    lines = len(t.history)
-    t.line("y")  # each progress line records its estimate of the time left
-    assert len(t.history) == lines + 1 and t.history[-1][1] >= 0
-
-
-def test_cli_rejects_unknown_benchmark() -> None:
-    from benchmarks.__main__ import parse_args
-
-    with pytest.raises(SystemExit):
-        parse_args(["--only", "nonsense"])
-    ns = parse_args(["--only", "lazy,flatten", "--quick", "--out", "x"])
-    assert ns.only == ["lazy", "flatten"] and ns.profile == "quick" and ns.out == "x"
-
-
-def test_cli_e2e_reps_overrides_the_profile_and_says_so() -> None:
-    from benchmarks.__main__ import parse_args, profile_of
-
-    assert profile_of(parse_args(["--out", "x"])) is PROFILES["default"]
-    profile = profile_of(parse_args(["--e2e-reps", "10", "--quick", "--out", "x"]))
-    assert profile.e2e_reps == 10 and profile.label == "quick, e2e_reps=10"
-    assert profile.as_dict()["label"] == profile.label and PROFILES["quick"].label == "quick"
-    assert profile.e2e_models == PROFILES["quick"].e2e_models
-    with pytest.raises(SystemExit):
-        parse_args(["--e2e-reps", "0"])
-
-
-def test_e2e_rows_start_from_cleared_jax_caches(monkeypatch: pytest.MonkeyPatch) -> None:
-    """jax keeps every compiled program until ``clear_caches``; without clearing, ~140 NUTS runs
-    in one process (``--e2e-reps 10``) exhausted the process's memory maps and crashed. Each
-    row clears them before its untimed warm-up, so a run's size is bounded by one row."""
-    import dataclasses
-
-    import jax
-
-    from benchmarks import bench_e2e
-
-    events: list[str] = []
-    monkeypatch.setattr(jax, "clear_caches", lambda: events.append("clear"))
-
-    def fake_run(variant: str, model: str, method: str, profile: object,
-                 **kw: object) -> dict:
-        events.append(f"{model} {method} {variant}{' warm-up' if kw else ''}")
-        phases = dict.fromkeys(("trace", "lower", "compile", "run", "xla_compiles"), 0.0)
-        return {"seconds": 1.0, "phases": phases, "summary": {}}
-
-    monkeypatch.setattr(bench_e2e, "run_once", fake_run)
-    profile = dataclasses.replace(PROFILES["quick"], e2e_models=("tiny", "gp"),
-                                  e2e_methods=("SVI",), e2e_reps=2)
-    result = bench_e2e.bench_e2e(profile)
-    assert [c.name for c in result.cases] == ["tiny SVI", "gp SVI"]
-    rows = "".join("|" if e == "clear" else "." for e in events)
-    assert rows == "|......|......", events  # per row: clear, 2 warm-ups, 2 x 2 timed runs
