@@ -8,7 +8,6 @@ without paying the import each time. No jax here."""
 from __future__ import annotations
 
 import importlib
-import itertools
 import json
 import subprocess
 import sys
@@ -20,20 +19,19 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.config import ROOT
-from stabledist.benchmark._child import ForkServers, fork_server
+from stabledist.benchmark._child import fork_server, fork_servers
 from stabledist.benchmark._environment import subprocess_env
 
 SERVED = ("jax.numpy", "numpyro.distributions", "stabledist")
 """What a server imports before it forks: none of these starts a JAX backend."""
 
 
-def spawn(module: str, function: str, /, env: dict[str, str] | None = None,
-          stderr: Any = subprocess.PIPE, **kwargs: Any) -> subprocess.Popen[str]:
-    """Start ``benchmarks.<module>.<function>(**kwargs)`` in a fresh process (``env``: extra
-    variables over `subprocess_env`)."""
+def spawn(module: str, function: str, /, stderr: Any = subprocess.PIPE,
+          **kwargs: Any) -> subprocess.Popen[str]:
+    """Start ``benchmarks.<module>.<function>(**kwargs)`` in a fresh process."""
     cmd = [sys.executable, "-m", "benchmarks.child", module, function, json.dumps(kwargs)]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                            env={**subprocess_env(ROOT), **(env or {})})
+                            env=subprocess_env(ROOT))
 
 
 def result(proc: subprocess.Popen[str], what: str, timeout: float = 3600) -> Any:
@@ -42,12 +40,6 @@ def result(proc: subprocess.Popen[str], what: str, timeout: float = 3600) -> Any
     if proc.returncode != 0:
         raise RuntimeError(f"{what} (a fresh process) failed:\n{(err or '')[-3000:]}")
     return json.loads(out.strip().splitlines()[-1])
-
-
-def run(module: str, function: str, /, env: dict[str, str] | None = None,
-        timeout: float = 3600, **kwargs: Any) -> Any:
-    """`spawn`, then its `result`."""
-    return result(spawn(module, function, env, **kwargs), f"{module}.{function}", timeout)
 
 
 def library(module: str) -> tuple[Any, Callable[[], tuple[int, int]]]:
@@ -68,18 +60,12 @@ def forked(servers: dict[str, dict[str, str]]) -> Iterator[Callable[..., Any]]:
     ``benchmarks.module.function(**kwargs)`` in a fresh process forked from ``server``, one
     of ``servers`` (name: its extra environment variables), all started at once."""
     command = [sys.executable, "-m", "benchmarks.child", "--serve"]
-    with tempfile.TemporaryDirectory() as tmp, ForkServers(
+    with tempfile.TemporaryDirectory() as tmp, fork_servers(
             {name: (command, {**subprocess_env(ROOT), **env}) for name, env in servers.items()},
-            Path(tmp)) as started:
-        count = itertools.count()
-
+            Path(tmp)) as run:
         def call(server: str, module: str, function: str, /, **kwargs: Any) -> Any:
-            log = Path(tmp) / f"call{next(count)}.log"
-            status = started.run(server, [module, function, kwargs], log)
-            text = log.read_text() if log.exists() else ""
-            if status != 0:
-                raise RuntimeError(f"benchmarks.{module}.{function} (a process forked from "
-                                   f"the {server} server) failed:\n{text[-3000:]}")
+            text = run(server, [module, function, kwargs], f"benchmarks.{module}.{function} "
+                       f"(a process forked from the {server} server) failed")
             return json.loads(text.strip().splitlines()[-1])
 
         yield call

@@ -1,11 +1,11 @@
 """One fresh process of a program benchmark, run as a script (``python _child.py LIBRARY
 JOB OUT``): the user's program (named by the pickled job) with one library, timed; or, as
 ``python _child.py --serve LIBRARY``, a process that imports jax and the library once and
-forks a fresh process per job (`serve`). With
-numpyro, ``import stabledist`` gives numpyro's modules, so the file written once runs as
-numpyro would run it; nothing of stabledist is imported (the standard library, jax and numpyro
-only at module level). The JSON result: import, trace, lower, compile and call times, the
-program's equations, and each lazy value read under the trace with the equations it added.
+forks a fresh process per job (`serve`). With numpyro, ``import stabledist`` gives numpyro's
+modules, so the file written once runs as numpyro would run it; nothing of stabledist is
+imported (the standard library, jax and numpyro only at module level). The JSON result:
+import, trace, lower, compile and call times, the program's equations, and each lazy value
+read under the trace with the equations it added.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import time
 import traceback
 import types
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,23 +54,35 @@ def _numpyro_as_stabledist() -> None:
             sys.modules[f"stabledist.{name}"] = value
 
 
-def load(spec: str) -> Any:
-    """The object ``path/to/file.py:name`` or ``package.module:name`` names (a dotted
-    ``name`` walks attributes); the file is imported as a module named after it, its folder
-    first on ``sys.path`` (as ``python file.py`` would have it)."""
+def split_spec(spec: str) -> tuple[str, str]:
+    """``(where, name)`` of ``path/to/file.py:name`` or ``package.module:name``; the file
+    must exist."""
     where, colon, name = spec.rpartition(":")
     if not colon or not where or not name:
         raise ValueError(f"{spec!r}: expected path/to/file.py:name or module:name")
+    if where.endswith(".py") and not Path(where).is_file():
+        raise FileNotFoundError(f"{where}: no such file")
+    return where, name
+
+
+def _import_file(name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load(spec: str) -> Any:
+    """The object ``spec`` (`split_spec`) names (a dotted ``name`` walks attributes); the
+    file is imported as a module named after it, its folder first on ``sys.path`` (as
+    ``python file.py`` would have it)."""
+    where, name = split_spec(spec)
     if where.endswith(".py"):
         path = Path(where).resolve()
-        if not path.is_file():
-            raise FileNotFoundError(f"{where}: no such file")
         sys.path.insert(0, str(path.parent))
-        module_spec = importlib.util.spec_from_file_location(path.stem, path)
-        assert module_spec is not None and module_spec.loader is not None
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[path.stem] = module
-        module_spec.loader.exec_module(module)
+        module = _import_file(path.stem, path)
     else:
         module = importlib.import_module(where)
     obj: Any = module
@@ -109,14 +122,18 @@ class _Reads:
             return
         leaves, treedef = jax.tree_util.tree_flatten(instance)
         try:
-            avals = [jax.typeof(x) for x in leaves]
             shapes = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
-                      for a in avals]
+                      for a in map(jax.typeof, leaves)]
         except TypeError:  # a leaf that is no array: its equations stay unknown
             shapes = None
         self.pending.append((key, compute, treedef, shapes))
 
-    def _count(self) -> None:
+    def clear(self) -> None:
+        self.found.clear()
+        self.pending.clear()
+
+    def as_list(self) -> list[list[Any]]:
+        """``[owner, name, equations (None: unknown)]`` per lazy value read."""
         import jax
 
         self.counting = True
@@ -133,55 +150,15 @@ class _Reads:
         finally:
             self.pending.clear()
             self.counting = False
-
-    def clear(self) -> None:
-        self.found.clear()
-        self.pending.clear()
-
-    def as_list(self) -> list[list[Any]]:
-        self._count()
-        return [[owner, name, sum(e for e in eqns if e >= 0) if min(eqns) >= 0 else None,
-                 len(eqns)] for (owner, name), eqns in sorted(self.found.items())]
-
-
-def _watch_numpyro(reads: _Reads) -> None:
-    from numpyro.distributions.util import lazy_property
-
-    original = lazy_property.__get__
-
-    def get(self: Any, instance: Any, owner: Any = None) -> Any:
-        value = original(self, instance, owner)
-        if instance is not None:
-            reads.record(instance, self.wrapped.__name__, self.wrapped, value, only_traced=True)
-        return value
-
-    lazy_property.__get__ = get  # type: ignore[method-assign]
-
-
-def _watch_stabledist(reads: _Reads) -> None:
-    from stabledist._src.lazy import reads as lazy_reads
-
-    original = lazy_reads.first_read_in_trace
-
-    def first_read(instance: Any, name: str, compute: Any, values: Any) -> Any:
-        value = original(instance, name, compute, values)
-        reads.record(instance, name, compute, value)
-        return value
-
-    lazy_reads.first_read_in_trace = first_read
+        return [[owner, name, sum(eqns) if min(eqns) >= 0 else None]
+                for (owner, name), eqns in sorted(self.found.items())]
 
 
 @functools.cache
 def _measure_module() -> Any:
     """`stabledist.benchmark._measure` loaded from its file, without the package: the
     numpyro process must not import stabledist, and the loops are the ones the suite uses."""
-    path = Path(__file__).with_name("_measure.py")
-    spec = importlib.util.spec_from_file_location("_stabledist_benchmark_measure", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return _import_file("_stabledist_benchmark_measure", Path(__file__).with_name("_measure.py"))
 
 
 def _time_program(fn: Callable[..., Any], args: tuple, reps: int, rep_ms: float,
@@ -217,27 +194,43 @@ def _log_density(model: Callable[..., Any], args: tuple, kwargs: dict, eager_ini
 
     key = jax.random.PRNGKey(0)
     params = draw(key) if eager_init else jax.jit(draw)(key)
-
-    def density(p: Any) -> Any:
-        return log_density(model, args, kwargs, p)[0]
-
-    return density, params
+    return (lambda p: log_density(model, args, kwargs, p)[0]), params
 
 
 def prepare(library: str) -> _Reads:
-    """The process made ``library``'s: with numpyro, ``import stabledist`` gives numpyro's
-    modules; the lazy values read under a trace are noted in the returned `_Reads`."""
+    """The process made ``library``'s (`_numpyro_as_stabledist`), its lazy values' reads
+    under a trace noted in the returned `_Reads`: numpyro's ``lazy_property.__get__`` or
+    stabledist's first read in a trace, wrapped."""
     reads = _Reads()
     if library == "numpyro":
         _numpyro_as_stabledist()
-        _watch_numpyro(reads)
-    else:
-        _watch_stabledist(reads)
+        from numpyro.distributions.util import lazy_property
+
+        get = lazy_property.__get__
+
+        def watched_get(self: Any, instance: Any, owner: Any = None) -> Any:
+            value = get(self, instance, owner)
+            if instance is not None:
+                reads.record(instance, self.wrapped.__name__, self.wrapped, value,
+                             only_traced=True)
+            return value
+
+        lazy_property.__get__ = watched_get  # type: ignore[method-assign]
+        return reads
+    from stabledist._src.lazy import reads as lazy_reads
+
+    first_read = lazy_reads.first_read_in_trace
+
+    def watched_first_read(instance: Any, name: str, compute: Any, values: Any) -> Any:
+        value = first_read(instance, name, compute, values)
+        reads.record(instance, name, compute, value)
+        return value
+
+    lazy_reads.first_read_in_trace = watched_first_read
     return reads
 
 
-def run(library: str, job: dict[str, Any], reads: _Reads | None = None) -> dict[str, Any]:
-    reads = prepare(library) if reads is None else reads
+def run(library: str, job: dict[str, Any], reads: _Reads) -> dict[str, Any]:
     target = load(job["spec"])
     leaked = sorted(m for m in sys.modules if m.startswith("stabledist._src"))
     if library == "numpyro" and leaked:
@@ -262,10 +255,9 @@ def run(library: str, job: dict[str, Any], reads: _Reads | None = None) -> dict[
     return out
 
 
-def _job(library: str, job_file: str, out_file: str, reads: _Reads | None = None) -> None:
+def _job(library: str, job_file: str, out_file: str, reads: _Reads) -> None:
     """Run the pickled job in ``job_file`` with ``library``; its JSON result to ``out_file``."""
-    with open(job_file, "rb") as f:
-        job = pickle.load(f)
+    job = pickle.loads(Path(job_file).read_bytes())
     for folder in job.get("path", []):
         sys.path.insert(0, folder)
     Path(out_file).write_text(json.dumps(run(library, job, reads)))
@@ -273,9 +265,8 @@ def _job(library: str, job_file: str, out_file: str, reads: _Reads | None = None
 
 def serve(library: str) -> int:
     """Import jax, the library and what every job imports (numpyro's handlers and inference
-    utilities, the timing loops), then `fork_server` over requests ``[job, out]``: each job
-    in a child as fresh as a new process after its imports (no backend started, nothing
-    traced or compiled; the import itself is not measured), 2-3 s sooner."""
+    utilities, the timing loops), then `fork_server` over requests ``[job, out]`` (no
+    backend started, nothing traced or compiled: each child as fresh as a new process)."""
     reads = prepare(library)
     import jax.numpy  # noqa: F401 - imported once here, as every job's program does
     import numpyro.infer.util  # noqa: F401
@@ -287,7 +278,7 @@ def serve(library: str) -> int:
 def fork_server(handle: Callable[[Any], None]) -> int:
     """Say ``ready``, then per line of stdin (``[request, log]`` as JSON) fork a child that
     calls ``handle(request)``, its stdout and stderr in the file ``log``, and answer its exit
-    status (`ForkServers` is the other end). What the server imported, the children have;
+    status (`fork_servers` is the other end). What the server imported, the children have;
     nothing else has run in them."""
     global _START
     print("ready", flush=True)
@@ -315,44 +306,41 @@ def fork_server(handle: Callable[[Any], None]) -> int:
     return 0
 
 
-class ForkServers:
+@contextmanager
+def fork_servers(commands: dict[str, tuple[list[str], dict[str, str]]], logs: Path
+                 ) -> Iterator[Callable[[str, Any, str], str]]:
     """The parent's end of `fork_server`: one server per name, from its command line and
     environment, all started at once and ready before the first job, so that no job runs
-    beside an import; `run` forks a fresh child for one request and returns its exit status.
-    A context manager: leaving it ends the servers."""
+    beside an import; leaving the block ends them. It yields ``run(name, request, failed)``,
+    which forks a fresh child of server ``name`` for ``request`` and returns what the child
+    printed; a child that fails raises a RuntimeError, ``failed`` and the output's tail."""
+    import subprocess
 
-    def __init__(self, commands: dict[str, tuple[list[str], dict[str, str]]], logs: Path):
-        import subprocess
+    servers = {name: subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+        stderr=(logs / f"{name}.server.log").open("w"))
+        for name, (command, env) in commands.items()}
 
-        self.logs = logs
-        self.servers = {name: subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-            stderr=(logs / f"{name}.server.log").open("w"))
-            for name, (command, env) in commands.items()}
-        for name, server in self.servers.items():
+    def run(name: str, request: Any, failed: str) -> str:
+        log = logs / f"{name}.log"
+        print(json.dumps([request, str(log)]), file=servers[name].stdin, flush=True)
+        status = servers[name].stdout.readline().strip()  # type: ignore[union-attr]
+        text = log.read_text() if log.exists() else ""
+        if status != "0":  # "": the server itself died
+            raise RuntimeError(f"{failed}:\n{text[-4000:]}")
+        return text
+
+    try:
+        for name, server in servers.items():
             if server.stdout.readline().strip() != "ready":  # type: ignore[union-attr]
                 server.wait()
-                self.close()
                 raise RuntimeError(f"the process serving {name} failed to start:\n"
                                    + (logs / f"{name}.server.log").read_text()[-4000:])
-
-    def run(self, name: str, request: Any, log: Path) -> int:
-        server = self.servers[name]
-        print(json.dumps([request, str(log)]), file=server.stdin, flush=True)
-        answer = server.stdout.readline().strip()  # type: ignore[union-attr]
-        return int(answer) if answer else -1  # -1: the server itself died
-
-    def close(self) -> None:
-        for server in self.servers.values():
-            if server.stdin is not None and not server.stdin.closed:
-                server.stdin.close()
+        yield run
+    finally:
+        for server in servers.values():
+            server.stdin.close()  # type: ignore[union-attr]
             server.wait()
-
-    def __enter__(self) -> ForkServers:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def main(argv: list[str]) -> int:
@@ -360,7 +348,7 @@ def main(argv: list[str]) -> int:
     if argv[0] == "--serve":
         return serve(argv[1])
     library, job_file, out_file = argv
-    _job(library, job_file, out_file)
+    _job(library, job_file, out_file, prepare(library))
     return 0
 
 

@@ -1,8 +1,5 @@
-"""The run's environment: chosen before JAX's backends start, described with the results.
-
-`configure` picks the platform and host device count (JAX reads them once, when its first
-backend starts); `describe` records versions, backend, hardware and the options that change
-what a benchmark measures, so that a result says where it was measured.
+"""The run's environment: chosen before JAX's backends start (`configure`: JAX reads it once),
+described with the results (`describe`), so that a result says where it was measured.
 """
 
 from __future__ import annotations
@@ -14,6 +11,7 @@ import re
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -81,54 +79,26 @@ def python_build_text(build: dict[str, Any] | None) -> str:
             f"{'+'.join(pgo) if pgo else 'no PGO/LTO'}; {build['compiler']})")
 
 
-def _version(dist: str) -> str | None:
+def _or_none(get: Callable[..., Any], *args: Any) -> Any:
+    """``get(*args)``, or None where it raises (what this platform, backend or install
+    lacks)."""
     try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
+        return get(*args)
+    except Exception:
         return None
 
 
 def git_commit() -> str | None:
     """HEAD of the git repository holding the working directory, where a user runs their
     model from (read-only, no index refresh); None outside one."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=os.getcwd(),
-                             capture_output=True, text=True, timeout=10, check=False,
-                             env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
+    return _or_none(lambda: subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=os.getcwd(), capture_output=True, text=True,
+        timeout=10, check=False, env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    ).stdout.strip() or None)
 
 
 def load_average() -> list[float] | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (OSError, AttributeError):
-        return None
-
-
-def _host_memory_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def _device_memory_and_version(device: Any) -> tuple[int | None, str | None]:
-    """A JAX device's memory (``bytes_limit`` where the backend reports it: GPU, TPU) and its
-    platform version (CUDA/driver on GPU)."""
-    try:
-        memory = (device.memory_stats() or {}).get("bytes_limit")
-    except Exception:  # CPU devices may raise or return None
-        memory = None
-    try:
-        return memory, device.client.platform_version
-    except Exception:
-        return memory, None
+    return _or_none(lambda: [round(x, 2) for x in os.getloadavg()])
 
 
 ENV_RECORDED = ("JAX_PLATFORMS", "XLA_FLAGS", "PYTHONHASHSEED", "OMP_NUM_THREADS",
@@ -148,23 +118,24 @@ def describe() -> dict[str, Any]:
 
     devices = jax.devices()
     options = getattr(jax.config, "values", {})  # jax.config.read refuses some options
-    memory, platform_version = _device_memory_and_version(devices[0])
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except AttributeError:
-        affinity = None
     return {
         "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "versions": {name: _version(name) for name in
+        "versions": {name: _or_none(metadata.version, name) for name in
                      ("jax", "jaxlib", "numpyro", "stabledist", "numpy", "matplotlib")},
         "python": sys.version.split()[0], "python_build": python_build(),
         "platform": platform.platform(), "machine": platform.machine(),
         "processor": platform.processor() or None,
         "backend": jax.default_backend(), "device_kind": devices[0].device_kind,
-        "device_memory_bytes": memory, "device_platform_version": platform_version,
-        "host_memory_bytes": _host_memory_bytes(), "devices": [str(d) for d in devices],
+        # the memory where the backend reports it (GPU, TPU); CUDA/driver version on GPU
+        "device_memory_bytes": _or_none(
+            lambda: (devices[0].memory_stats() or {}).get("bytes_limit")),
+        "device_platform_version": _or_none(lambda: devices[0].client.platform_version),
+        "host_memory_bytes": _or_none(
+            lambda: os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")),
+        "devices": [str(d) for d in devices],
         "device_count": jax.device_count(), "local_device_count": jax.local_device_count(),
-        "cpu_count": os.cpu_count(), "cpu_affinity": affinity,
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": _or_none(lambda: len(os.sched_getaffinity(0))),
         "load_average_start": load_average(),
         "env": {k: os.environ.get(k) for k in ENV_RECORDED},
         "jax_config": {name: options.get(name) for name in CONFIG_RECORDED},

@@ -1,9 +1,7 @@
-"""A distribution's lazy values, timed with stabledist and with numpyro side by side, in
-paired interleaved repetitions: the first read on fresh instances, a cache hit, and the calls
-of a jitted function closing over a fresh instance (a global prior: numpyro computes the value
-in every call, stabledist once, outside), with the equations each program spends on it.
-numpyro's instance is stabledist's twin (`stabledist.testing.destabilize`): a user's subclass
-is compared with its own body on numpyro.
+"""`distribution`: a distribution's lazy values timed with stabledist and with numpyro. The
+jitted function closing over a fresh instance is a global prior's use: numpyro computes the
+value in every call, stabledist once, outside. numpyro's instance is stabledist's twin
+(`stabledist.testing.destabilize`): a user's subclass is compared with its own body on numpyro.
 """
 
 from __future__ import annotations

@@ -106,9 +106,8 @@ class Tracker:
     def eta(self) -> float:
         """Seconds left: planned seconds of the steps not finished, times the observed speed
         (of the finished steps, and of the running one past its planned share; `_speed`)."""
-        left = 0.0
-        for b, (n, secs) in self.plan.items():
-            left += secs * max(n - self.done.get(b, 0), 0) / max(n, 1)
+        left = sum(secs * max(n - self.done.get(b, 0), 0) / max(n, 1)
+                   for b, (n, secs) in self.plan.items())
         actual, planned = self.finished_actual, self.finished_planned
         share = running = 0.0
         if self.label:
@@ -193,7 +192,6 @@ def progress(message: str) -> None:
 
 
 step = TRACKER.step
-"""`Tracker.step` of the run's tracker."""
 
 
 @contextmanager
@@ -234,15 +232,12 @@ def staged(jitted: Any, *args: Any, compile: bool = True) -> tuple[dict[str, flo
 def count_equations(jaxpr: Any) -> int:
     """Equations of a jaxpr, those of its sub-jaxprs (scan, cond, custom_jvp bodies, ...)
     included: what a program computes, whatever JAX nests it in."""
-    n = 0
+    n = len(jaxpr.eqns)
     for eqn in jaxpr.eqns:
-        n += 1
         for value in eqn.params.values():
             for sub in value if isinstance(value, list | tuple) else (value,):
-                inner = getattr(sub, "jaxpr", None)
-                if inner is not None and hasattr(inner, "eqns"):
-                    n += count_equations(inner)
-                elif hasattr(sub, "eqns"):
+                sub = getattr(sub, "jaxpr", sub)  # a ClosedJaxpr's own
+                if hasattr(sub, "eqns"):
                     n += count_equations(sub)
     return n
 
@@ -350,11 +345,10 @@ def paired_ratio_interval(a: Sequence[float], b: Sequence[float]) -> dict[str, A
             if x is not None and y is not None and x > 0 and y > 0
             and math.isfinite(x) and math.isfinite(y)]
     n = len(logs)
-    if n == 0:
-        return {"ratio": None, "lo": None, "hi": None, "n": 0, "verdict": "unresolved"}
-    mean = statistics.fmean(logs)
     if n < 2:
-        return {"ratio": math.exp(mean), "lo": None, "hi": None, "n": n, "verdict": "unresolved"}
+        ratio = math.exp(logs[0]) if logs else None
+        return {"ratio": ratio, "lo": None, "hi": None, "n": n, "verdict": "unresolved"}
+    mean = statistics.fmean(logs)
     half = t_975(n - 1) * statistics.stdev(logs) / math.sqrt(n)
     lo, hi = math.exp(mean - half), math.exp(mean + half)
     verdict = "slower" if hi < SAME_LOW else "faster" if lo > SAME_HIGH else "same"

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from stabledist.benchmark._child import ForkServers
+from stabledist.benchmark._child import fork_servers, split_spec
 from stabledist.benchmark._environment import PLATFORMS, subprocess_env
 from stabledist.benchmark._measure import Case
 from stabledist.benchmark._report import LazyRead, Report, new_report
@@ -40,7 +40,6 @@ PHASES = {
 """What a process measures: (group of rows, row, unit) per field of its result; the first
 jit, what a user's first call pays, is the sum of its three phases (hoisting moves work from
 the compile into the trace, so a phase alone can favour either library)."""
-FIRST_JIT = ("trace_s", "lower_s", "compile_s")
 
 
 def model(target: str | Callable[..., Any], *args: Any, predictive: int | None = None,
@@ -79,11 +78,7 @@ def function(target: str | Callable[..., Any], *args: Any, processes: int = 6, r
 def spec_of(target: str | Callable[..., Any]) -> str:
     """``file.py:name`` or ``module:name`` for a callable (a file the processes import)."""
     if isinstance(target, str):
-        where, colon, name = target.rpartition(":")
-        if not colon or not where or not name:
-            raise ValueError(f"{target!r}: expected path/to/file.py:name or module:name")
-        if where.endswith(".py") and not Path(where).is_file():
-            raise FileNotFoundError(f"{where}: no such file")
+        where, name = split_spec(target)
         return f"{Path(where).resolve()}:{name}" if where.endswith(".py") else target
     module = sys.modules.get(getattr(target, "__module__", ""), None)
     file = getattr(module, "__file__", None)
@@ -128,45 +123,30 @@ def _run(kind: str, target: Any, args: tuple, kwargs: dict, options: dict[str, A
     return report
 
 
-def _child_env(device: str) -> dict[str, str]:
-    env = subprocess_env()
-    if PLATFORMS[device] is not None:
-        env["JAX_PLATFORMS"] = PLATFORMS[device]
-    return env
-
-
-def _failed(library: str, log: str) -> RuntimeError:
-    return RuntimeError(f"the program failed with {library} (a fresh process):\n{log[-4000:]}")
-
-
 @contextmanager
 def _processes(tmp: Path, device: str, fork: bool
                ) -> Iterator[Callable[[str, Path], dict[str, Any]]]:
-    """``start(library, job file)``, which runs the job in a fresh process and returns its
-    result: a new interpreter each time, or with ``fork`` a child of one server per library
-    (both started at once and ready before the first job, so no job runs beside an import)."""
-    if not fork:
+    """``start(library, job file)``: the job's result from a fresh process, a new interpreter
+    or with ``fork`` a child of one server per library (`fork_servers`)."""
+    env = subprocess_env()
+    if PLATFORMS[device] is not None:
+        env["JAX_PLATFORMS"] = PLATFORMS[device]
+    command = [sys.executable, str(CHILD)]
+    servers = {lib: ([*command, "--serve", lib], env) for lib in LIBRARIES} if fork else {}
+    with fork_servers(servers, tmp) as forked:
         def start(library: str, job_file: Path) -> dict[str, Any]:
             out = tmp / f"{library}.json"
-            run = subprocess.run([sys.executable, str(CHILD), library, str(job_file), str(out)],
-                                 env=_child_env(device), capture_output=True, text=True,
-                                 check=False)
-            if run.returncode != 0:
-                raise _failed(library, run.stderr)
+            failed = f"the program failed with {library} (a fresh process)"
+            if fork:
+                forked(library, [str(job_file), str(out)], failed)
+            else:
+                run = subprocess.run([*command, library, str(job_file), str(out)], env=env,
+                                     capture_output=True, text=True, check=False)
+                if run.returncode != 0:
+                    raise RuntimeError(f"{failed}:\n{run.stderr[-4000:]}")
             return json.loads(out.read_text())
 
         yield start
-        return
-    command = {lib: ([sys.executable, str(CHILD), "--serve", lib], _child_env(device))
-               for lib in LIBRARIES}
-    with ForkServers(command, tmp) as servers:
-        def forked(library: str, job_file: Path) -> dict[str, Any]:
-            out, log = tmp / f"{library}.json", tmp / f"{library}.log"
-            if servers.run(library, [str(job_file), str(out)], log) != 0:
-                raise _failed(library, log.read_text() if log.exists() else "")
-            return json.loads(out.read_text())
-
-        yield forked
 
 
 def _rows(report: Report, results: dict[str, list[dict[str, Any]]], part: str, prefix: str,
@@ -187,7 +167,7 @@ def _value(result: dict[str, Any], part: str, key: str) -> float:
     if key == "import_s":
         return result["import_s"]
     if key == "first_jit_s":
-        return sum(result[part][k] for k in FIRST_JIT)
+        return sum(result[part][k] for k in ("trace_s", "lower_s", "compile_s"))
     value = result[part][key]
     return statistics.median(value) if isinstance(value, list) else value
 
@@ -198,7 +178,7 @@ def _reads(results: dict[str, list[dict[str, Any]]]) -> list[LazyRead]:
     found: dict[tuple[str, str], dict[str, int | None]] = {}
     for lib, runs in results.items():
         for part in ("program", "predictive"):
-            for owner, name, equations, _reads in runs[0].get(part, {}).get("reads", []):
+            for owner, name, equations in runs[0].get(part, {}).get("reads", []):
                 entry = found.setdefault((owner, name), {})
                 before = entry.get(lib) or 0
                 entry[lib] = None if equations is None else before + equations

@@ -123,13 +123,12 @@ class Report:
                               ) from e
         rows = [r for r in self.rows if r["ratio"]]
         fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.2))
-        ys = range(len(rows))
-        ratios = [r["ratio"] for r in rows]
+        ys = list(range(len(rows)))
         err = [[r["ratio"] - (r["ratio_lo"] or r["ratio"]) for r in rows],
                [(r["ratio_hi"] or r["ratio"]) - r["ratio"] for r in rows]]
-        ax.barh(list(ys), ratios, xerr=err, color="#1f77b4", capsize=3)
+        ax.barh(ys, [r["ratio"] for r in rows], xerr=err, color="#1f77b4", capsize=3)
         ax.axvline(1.0, color="black", lw=0.8)
-        ax.set_yticks(list(ys), [r["case"] for r in rows], fontsize=8)
+        ax.set_yticks(ys, [r["case"] for r in rows], fontsize=8)
         ax.set_xscale("log")
         ax.invert_yaxis()  # the table's order, top down
         ax.set_xlabel("numpyro time / stabledist time (above 1: stabledist faster)")
@@ -161,10 +160,7 @@ def _reads_lines(reads: Sequence[LazyRead]) -> list[str]:
     lines = ["", "Lazy values read under a trace, and the equations each puts in the program:",
              f"  {'value':<{width}}{'numpyro':>9}{'stabledist':>12}"]
     for r in reads:
-        lines.append(f"  {r.owner + '.' + r.name:<{width}}{_count(r.numpyro_equations):>9}"
-                     f"{_count(r.stabledist_equations):>12}  {r.verdict()}")
+        theirs, ours = ("-" if n is None else str(n)
+                        for n in (r.numpyro_equations, r.stabledist_equations))
+        lines.append(f"  {r.owner + '.' + r.name:<{width}}{theirs:>9}{ours:>12}  {r.verdict()}")
     return lines
-
-
-def _count(n: int | None) -> str:
-    return "-" if n is None else str(n)
