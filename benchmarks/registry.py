@@ -435,7 +435,7 @@ def _e2e_rows(res: BenchResult) -> list[Row]:
 
 def _e2e_seconds(profile: Profile) -> float:
     """Scaled by ``--e2e-reps`` against the profile's own repetitions."""
-    base = _planned(smoke=6, quick=15, default=40, full=1500, accelerator=150)(profile)
+    base = _planned(smoke=6, quick=15, default=52, full=1500, accelerator=150)(profile)
     if profile.name in PROFILES:
         base *= profile.e2e_reps / PROFILES[profile.name].e2e_reps
     return base
@@ -655,7 +655,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         name="lazy", heading="eager lazy-property reads",
         summary="lazy property read, eager: first read (miss) and repeated read (hit)",
         run=Deferred("bench_micro", "bench_lazy"), steps=Deferred("bench_micro", "lazy_steps"),
-        seconds=_planned(smoke=3, quick=22, default=33, full=200, accelerator=45), rows=lazy_rows,
+        seconds=_planned(smoke=3, quick=22, default=35, full=200, accelerator=45), rows=lazy_rows,
         targets=(
             Target("first_read", "regression guard: a trivial first read not slower than "
                    f"the published floor ({FLOORS['first_read'].ratio}x numpyro's speed, "
@@ -683,7 +683,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         name="dispatch", heading="jitted call taking a distribution",
         summary="jitted function taking a distribution vs the same function taking arrays",
         run=Deferred("bench_micro", "bench_dispatch"), steps=lambda p: len(p.dispatch_cases),
-        seconds=_planned(smoke=1, quick=6, default=8, full=20, accelerator=8), rows=_dispatch_rows,
+        seconds=_planned(smoke=1, quick=6, default=11, full=20, accelerator=8), rows=_dispatch_rows,
         targets=(Target("dispatch", "jitted dispatch with a distribution argument within "
                         "1.3x of raw arrays", rank=2, check=_dispatch_target),),
     ),
@@ -692,7 +692,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="concrete global distribution read inside a compiled function, per call",
         run=Deferred("bench_compiled", "bench_closure"),
         steps=lambda p: len(p.mvn_dims) + len(p.tn_batches) + len(p.sbvm_batches),
-        seconds=_planned(smoke=2, quick=10, default=24, full=500, accelerator=50),
+        seconds=_planned(smoke=2, quick=10, default=28, full=500, accelerator=50),
         rows=partial(_call_rows, note=_closure_note),
         targets=(Target("precision", "closed-over precision_matrix at dim 1024 at least 10x "
                         "faster per call", rank=4, check=_precision_target),),
@@ -718,7 +718,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "closed over with JAX_USE_SIMPLIFIED_JAXPR_CONSTANTS=1 (one fresh process per mode)",
         run=Deferred("bench_constants", "bench_constants"),
         steps=Deferred("bench_constants", "steps"),
-        seconds=_planned(smoke=7, quick=18, default=28, full=200, accelerator=50),
+        seconds=_planned(smoke=7, quick=18, default=34, full=200, accelerator=50),
         rows=partial(_call_rows, note=_constants_note), details=_constants_details,
         plots=(Plot("bench-constants.png", "Large closed-over constants: first call and per "
                     "call, closed over, as a jit argument, after an eager evaluation; JAX's "
@@ -730,7 +730,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "properties repeatedly",
         run=Deferred("bench_compiled", "bench_compile"),
         steps=lambda p: 2 * p.compile_processes,
-        seconds=_planned(smoke=20, quick=20, default=20, full=80, accelerator=35),
+        seconds=_planned(smoke=20, quick=20, default=25, full=80, accelerator=35),
         rows=_compile_rows,
     ),
     Benchmark(
@@ -755,7 +755,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="persistent compilation cache across processes (another PYTHONHASHSEED) "
         "and retraces of a jitted function taking distributions",
         run=Deferred("bench_pcache", "bench_pcache"), steps=Deferred("bench_pcache", "steps"),
-        seconds=_planned(smoke=2, quick=5, default=17, full=70, accelerator=30), rows=_pcache_rows,
+        seconds=_planned(smoke=2, quick=5, default=20, full=70, accelerator=30), rows=_pcache_rows,
         targets=(
             Target("pcache", "second process (other PYTHONHASHSEED) hits JAX's persistent "
                    "cache", rank=7,
@@ -770,7 +770,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         name="memory", heading="create / read / drop churn",
         summary="cache size and process RSS over create/read/drop cycles (subprocesses)",
         run=Deferred("bench_memory", "bench_memory"), steps=lambda p: 1,
-        seconds=_planned(smoke=4, quick=10, default=12, full=150, accelerator=25),
+        seconds=_planned(smoke=4, quick=10, default=14, full=150, accelerator=25),
         rows=_memory_rows,
         targets=(Target("rss", "RSS flat over the churn run (under 20 MB growth)", rank=5,
                         check=_on_case("rss growth", _rss_target), timing=False),),
@@ -783,7 +783,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "(and with a plate), pytrees of N distributions, memory per live instance, "
         "generation-2 collections, the cache's and hoisting's tables",
         run=Deferred("bench_scale", "bench_scale"), steps=Deferred("bench_scale", "steps"),
-        seconds=_planned(smoke=20, quick=70, default=85, full=1700, accelerator=150),
+        seconds=_planned(smoke=20, quick=70, default=95, full=1700, accelerator=150),
         rows=scale_report.scale_rows,
         targets=(
             Target("scale_growth", "at every N stabledist's trace and compile no slower than "
@@ -816,7 +816,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="import stabledist against import numpyro.distributions: wall time and peak "
         "RSS in paired fresh processes, and whether the import started a JAX backend",
         run=Deferred("bench_import", "bench_import"), steps=lambda p: p.import_reps,
-        seconds=lambda p: 2.6 * p.import_reps, rows=import_rows,
+        seconds=lambda p: 3.3 * p.import_reps, rows=import_rows,
         targets=(Target("import", f"import stabledist at most {MAX_RATIO:.2f}x the wall time "
                         f"of import numpyro.distributions and at most +{MAX_EXTRA_MIB:g} MiB "
                         "peak RSS (medians of paired fresh processes), no backend started",
