@@ -103,7 +103,7 @@ DEFAULT = Profile(
     pcache_reps=1, import_reps=6, churn_cycles=5_000, churn_points=25, churn_light=False,
     scale_sites=(10, 30), scale_compile_sites=(10, 30), scale_fresh_sites=(60,),
     scale_fresh_processes=3, scale_plate=(1_000, 10_000),
-    scale_tree=(100, 1_000, 2_000), scale_reps=5, scale_memory=1_000, scale_cycles=(1_000,),
+    scale_tree=(100, 1_000, 2_000), scale_reps=5, scale_memory=2_000, scale_cycles=(1_000,),
     scale_shapes=4, scale_classes=3, judge_timing=True,
 )
 """A verdict on every target in about 6 minutes on 2 cores; the long runs (NUTS, batch
