@@ -89,19 +89,23 @@ def measure_gc(ops: dict[str, Callable[[], Any]], reps: int, rep_ms: float
     return samples, loops, {v: watch.summary(v) for v in ops}
 
 
+def mixed(m: Any, i: int, loc: Any, mvn: dict[str, Any], **options: Any) -> Any:
+    """The ``i``-th distribution in the turn of `MIX` (``mvn``: the MVN's arguments, built
+    once by the caller: an array made in a trace would be an equation of the program)."""
+    if i % 3 == 0:
+        return m.Normal(loc, 1.0, **options)
+    if i % 3 == 1:
+        return m.TruncatedNormal(loc, 1.0, low=-1.0, high=2.0, **options)
+    return m.MultivariateNormal(**mvn, **options)
+
+
 def site_model(m: Any, n: int) -> Callable[[], None]:
     """``n`` sample sites, each its own distribution, in the turn of `MIX`."""
-    zeros, cov = jnp.zeros(2), jnp.asarray(COV)
+    mvn = {"loc": jnp.zeros(2), "covariance_matrix": jnp.asarray(COV)}
 
     def model() -> None:
         for i in range(n):
-            kind = i % 3
-            if kind == 0:
-                numpyro.sample(f"s{i}", m.Normal(0.0, 1.0))
-            elif kind == 1:
-                numpyro.sample(f"s{i}", m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0))
-            else:
-                numpyro.sample(f"s{i}", m.MultivariateNormal(zeros, covariance_matrix=cov))
+            numpyro.sample(f"s{i}", mixed(m, i, 0.0, mvn))
 
     return model
 
@@ -112,13 +116,12 @@ def site_values(n: int) -> dict[str, jax.Array]:
 
 def plate_model(m: Any, n: int) -> Callable[[], None]:
     """The same three kinds of site, each one vectorized site of ``n // 3`` under a plate."""
-    zeros, cov, k = jnp.zeros(2), jnp.asarray(COV), max(n // 3, 1)
+    mvn = {"loc": jnp.zeros(2), "covariance_matrix": jnp.asarray(COV)}
 
     def model() -> None:
-        with numpyro.plate("n", k):
-            numpyro.sample("a", m.Normal(0.0, 1.0))
-            numpyro.sample("b", m.TruncatedNormal(0.0, 1.0, low=-1.0, high=2.0))
-            numpyro.sample("c", m.MultivariateNormal(zeros, covariance_matrix=cov))
+        with numpyro.plate("n", max(n // 3, 1)):
+            for i, name in enumerate("abc"):
+                numpyro.sample(name, mixed(m, i, 0.0, mvn))
 
     return model
 
@@ -139,15 +142,15 @@ def _stage(maker: Callable[[Any, int], Callable[[], None]], m: Any, n: int,
     return seconds, compiled
 
 
-def _staging_case(name: str, maker: Callable[[Any, int], Callable[[], None]], n: int,
-                  values: dict[str, jax.Array], reps: int, compile_too: bool,
-                  warm: bool) -> tuple[list[Case], dict[str, Any]]:
-    """``reps`` interleaved traces (and compiles) per variant, GC on, each a new function;
-    ``warm``: one untimed trace per variant first (eager kernels, hoisting's decisions). Each
-    repetition starts after a full collection (untimed): both libraries allocate alike (the
-    same objects survive a trace), so a generation-2 collection of this process's large heap
-    (150 ms) lands in whichever repetition crosses the threshold, two of five in one variant's
-    by chance; the collections left are counted in the detail."""
+def _staging_cases(name: str, maker: Callable[[Any, int], Callable[[], None]], n: int,
+                   values: dict[str, jax.Array], reps: int, compile_too: bool, warm: bool,
+                   profile: Profile) -> list[Case]:
+    """``reps`` interleaved traces (and compiles, then calls) per variant, GC on, each a new
+    function; ``warm``: one untimed trace per variant first (eager kernels, hoisting's
+    decisions). Each repetition starts after a full collection (untimed): both libraries
+    allocate alike (the same objects survive a trace), so a generation-2 collection of this
+    process's large heap (150 ms) lands in whichever repetition crosses the threshold, two of
+    five in one variant's by chance; the collections left are counted in the detail."""
     records: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
     compiled: dict[str, Any] = {}
     watch = GcWatch()
@@ -172,10 +175,11 @@ def _staging_case(name: str, maker: Callable[[Any, int], Callable[[], None]], n:
     cases = [Case(f"{name} {n}: trace", {**params, "kind": f"{name}_trace"},
                   {v: [r["trace"] for r in records[v]] for v in VARIANTS}, extra={"gc": gcs})]
     if compile_too:
-        cases.append(Case(f"{name} {n}: trace+compile", {**params, "kind": f"{name}_compile"},
-                          {v: [r["total"] for r in records[v]] for v in VARIANTS},
-                          extra={"records": records, "gc": gcs}))
-    return cases, compiled
+        cases += [Case(f"{name} {n}: trace+compile", {**params, "kind": f"{name}_compile"},
+                       {v: [r["total"] for r in records[v]] for v in VARIANTS},
+                       extra={"records": records, "gc": gcs}),
+                  _per_call_case(name, n, compiled, values, profile)]
+    return cases
 
 
 def _per_call_case(name: str, n: int, compiled: dict[str, Any],
@@ -202,12 +206,8 @@ def sites_cases(result: BenchResult, profile: Profile) -> None:
     for n in sizes:
         compile_too = n in profile.scale_compile_sites
         step(f"scale: a model with {n} sample sites, trace" + (" + compile" if compile_too else ""))
-        values = site_values(n)
-        cases, compiled = _staging_case("sites", site_model, n, values, _reps(profile, n),
-                                        compile_too, warm=n == sizes[0])
-        result.cases += cases
-        if compile_too:
-            result.cases.append(_per_call_case("sites", n, compiled, values, profile))
+        result.cases += _staging_cases("sites", site_model, n, site_values(n),
+                                       _reps(profile, n), compile_too, n == sizes[0], profile)
 
 
 def fresh_weight(profile: Profile) -> int:
@@ -232,28 +232,18 @@ def plate_cases(result: BenchResult, profile: Profile) -> None:
     """The model written with a plate: trace + compile, and per call, at each size."""
     for n in profile.scale_plate:
         step(f"scale: the same model with a plate, {n} sites")
-        values = plate_values(n)
-        cases, compiled = _staging_case("plate", plate_model, n, values, profile.scale_reps,
-                                        True, warm=n == profile.scale_plate[0])
-        result.cases += cases
-        result.cases.append(_per_call_case("plate", n, compiled, values, profile))
+        result.cases += _staging_cases("plate", plate_model, n, plate_values(n),
+                                       profile.scale_reps, True, n == profile.scale_plate[0],
+                                       profile)
 
 
 def tree_of(m: Any, n: int) -> list[Any]:
     """``n`` distributions in the turn of `MIX` (the MVN from its ``scale_tril``; argument
     checks off: they cost seconds at this size and change no pytree)."""
-    loc, tril = jnp.float32(0.0), jnp.linalg.cholesky(jnp.asarray(COV))
-    zeros, out = jnp.zeros(2), []
+    loc = jnp.float32(0.0)
+    mvn = {"loc": jnp.zeros(2), "scale_tril": jnp.linalg.cholesky(jnp.asarray(COV))}
     with quiet():
-        for i in range(n):
-            kind = i % 3
-            if kind == 0:
-                out.append(m.Normal(loc, 1.0, validate_args=False))
-            elif kind == 1:
-                out.append(m.TruncatedNormal(loc, 1.0, low=-1.0, high=2.0, validate_args=False))
-            else:
-                out.append(m.MultivariateNormal(zeros, scale_tril=tril, validate_args=False))
-    return out
+        return [mixed(m, i, loc, mvn, validate_args=False) for i in range(n)]
 
 
 def read_values(tree: list[Any]) -> None:

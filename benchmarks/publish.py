@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.config import ROOT
-from benchmarks.registry import REGISTRY
+from benchmarks.registry import REGISTRY, phase_medians
 from benchmarks.release import DOC
 from benchmarks.report import compact_lines, judged_rows
 from stabledist.benchmark._environment import python_build_text
@@ -40,9 +40,10 @@ def _rows(payload: dict[str, Any], bench: str, ratio: bool = False) -> list[dict
             if r["benchmark"] == bench and not (ratio and r["ratio"] is None)]
 
 
-def _first(payload: dict[str, Any], bench: str, case: str) -> dict[str, Any] | None:
-    """``bench``'s first row whose case starts with ``case``."""
-    return next((r for r in _rows(payload, bench) if r["case"].startswith(case)), None)
+def _first(payload: dict[str, Any], bench: str, case: str,
+           ratio: bool = False) -> dict[str, Any] | None:
+    """``bench``'s first row whose case starts with ``case`` (``ratio``: of those with one)."""
+    return next((r for r in _rows(payload, bench, ratio) if r["case"].startswith(case)), None)
 
 
 def _word(low: float, high: float) -> str:
@@ -68,8 +69,9 @@ def _verdicts(rows: Sequence[dict[str, Any]]) -> str:
     return ", ".join(words) + " (95% intervals)"
 
 
-def _span(ratios: Sequence[float]) -> str:
-    lo, hi = min(ratios), max(ratios)
+def _span(rows: Sequence[dict[str, Any]]) -> str:
+    """The range of the rows' ratios."""
+    lo, hi = min(r["ratio"] for r in rows), max(r["ratio"] for r in rows)
     return _x(lo) if f"{lo:.2f}" == f"{hi:.2f}" else f"{_x(lo)} to {_x(hi)}"
 
 
@@ -104,9 +106,10 @@ VerdictRow = tuple[str, str, str, str]
 """``(verdict, where, ratio, stabledist vs numpyro)``: one row of the "In short" table."""
 
 
-def _ranged(ratios: Sequence[float], where: str, vs: str) -> VerdictRow:
+def _ranged(rows: Sequence[dict[str, Any]], where: str, vs: str) -> VerdictRow:
     """The row of timings compared by their ratios' range (`_word`, `_span`)."""
-    return _word(min(ratios), max(ratios)), where, _span(ratios), vs
+    ratios = [r["ratio"] for r in rows]
+    return _word(min(ratios), max(ratios)), where, _span(rows), vs
 
 
 def _closure_verdicts(payload: dict[str, Any], bench: str = "closure", prefix: str = "",
@@ -116,8 +119,7 @@ def _closure_verdicts(payload: dict[str, Any], bench: str = "closure", prefix: s
     numbers at size 1,024 (or the largest). ``prefix``: the cases' mode label (the
     constants benchmark), ``where_prefix`` what the row says about it."""
     cases = {c["name"]: c for c in payload["benchmarks"].get(bench, {}).get("cases", [])}
-    per_call = [r for r in _rows(payload, bench, ratio=True)
-                if r["case"].endswith(" per call") and r["case"].startswith(prefix)]
+    per_call = [r for r in _rows(payload, bench, ratio=True) if r["case"].endswith(" per call")]
     for family, (where, size_word) in texts.items():
         rows = sorted(((cases[r["case"].removesuffix(" per call")]["params"]["size"], r)
                        for r in per_call if r["case"].startswith(prefix + family + " ")),
@@ -126,26 +128,22 @@ def _closure_verdicts(payload: dict[str, Any], bench: str = "closure", prefix: s
             continue
         shown = next((sr for sr in rows if sr[0] == 1024), rows[-1])
         sizes = f"{size_word} {rows[0][0]:,}" + (f"-{rows[-1][0]:,}" if len(rows) > 1 else "")
-        yield _ranged([r["ratio"] for _, r in rows], f"{where_prefix}{where}, per call ({sizes})",
+        yield _ranged([r for _, r in rows], f"{where_prefix}{where}, per call ({sizes})",
                       f"{_vs(shown[1])} per call at {size_word} {shown[0]:,}")
 
 
 def _host_side_verdicts(payload: dict[str, Any]) -> Iterator[VerdictRow]:
     """Dispatch, flatten and the persistent cache."""
     if dispatch := _rows(payload, "dispatch", ratio=True):
-        yield _ranged([r["ratio"] for r in dispatch], "a jitted function taking a distribution, "
-                      f"per call ({_n(len(dispatch), 'class')})",
+        yield _ranged(dispatch, "a jitted function taking a distribution, per call "
+                      f"({_n(len(dispatch), 'class')})",
                       f"{_vs(dispatch[0])} ({dispatch[0]['case']})")
-    flat = next(iter(_rows(payload, "flatten")), None)
-    if flat and flat["ratio"]:
-        yield _ranged([flat["ratio"]], "pytree flatten + unflatten "
+    if flat := _first(payload, "flatten", "", ratio=True):
+        yield _ranged([flat], "pytree flatten + unflatten "
                       f"({flat['case'].split('(')[-1].rstrip(')')}, geometric mean)", _vs(flat))
-    pc = next((r for r in _rows(payload, "pcache")
-               if r["case"].startswith("first call, second") and r["ratio"]), None)
-    if pc:
-        yield _ranged([pc["ratio"]], "first call in a second process (another "
-                      "`PYTHONHASHSEED`): JAX's persistent compilation cache",
-                      _vs(pc) + " (numpyro misses the cache)")
+    if pc := _first(payload, "pcache", "first call, second", ratio=True):
+        yield _ranged([pc], "first call in a second process (another `PYTHONHASHSEED`): "
+                      "JAX's persistent compilation cache", _vs(pc) + " (numpyro misses the cache)")
 
 
 def _compile_verdicts(payload: dict[str, Any]) -> Iterator[VerdictRow]:
@@ -153,18 +151,17 @@ def _compile_verdicts(payload: dict[str, Any]) -> Iterator[VerdictRow]:
     if e2e := _rows(payload, "e2e", ratio=True):
         same = {c["name"]: c["params"].get("same_program")
                 for c in payload["benchmarks"]["e2e"].get("cases", [])}
-        identical = [r for r in e2e if same.get(r["case"])]
+        identical = sum(bool(same.get(r["case"])) for r in e2e)
         yield (_verdicts(e2e), "end to end, compile + run: NUTS, SVI and a jitted `Predictive` "
-               f"({_n(len(e2e), 'model run')})", _span([r["ratio"] for r in e2e]),
-               (f"{len(identical)} of {len(e2e)} compile the very same program as numpyro: "
-                "their spread is run-to-run noise")
-               if identical else "each variant compiles its own program")
+               f"({_n(len(e2e), 'model run')})", _span(e2e),
+               (f"{identical} of {len(e2e)} compile the very same program as numpyro: "
+                "their spread is run-to-run noise") if identical
+               else "each variant compiles its own program")
     if first := [r for r in _rows(payload, "closure", ratio=True)
                  if r["case"].endswith(" first call")]:
         worst = min(first, key=lambda r: r["ratio"])
         yield (_verdicts(first), "first call of a new jitted closure "
-               f"(trace + compile + run, {_n(len(first), 'case')})",
-               _span([r["ratio"] for r in first]),
+               f"(trace + compile + run, {_n(len(first), 'case')})", _span(first),
                f"worst: {worst['case'].removesuffix(' first call')}, {_vs(worst)}")
 
 
@@ -175,15 +172,13 @@ def _eager_verdicts(payload: dict[str, Any]) -> Iterator[VerdictRow]:
         yield ("**costs**", "outside `jit`: first read of a trivial lazy value (the cache's "
                "own cost)", f"+{trivial['stabledist'] - trivial['numpyro']:.0f} ns",
                _vs(trivial))
-    miss = _first(payload, "lazy", "miss: first")
-    if miss and miss["ratio"]:
+    if miss := _first(payload, "lazy", "miss: first", ratio=True):
         yield (_word(miss["ratio"], miss["ratio"]), "outside `jit`: first read of a lazy value "
                f"({miss['case'].split('(')[-1].rstrip(')')}, geometric mean)",
                f"{_x(miss['ratio'])} (worst {_x(miss['ratio_lo'])})",
                _vs(miss) + " (the cache's bookkeeping)")
-    hit = _first(payload, "lazy", "hit")
-    if hit and hit["ratio"]:
-        yield _ranged([hit["ratio"]], "outside `jit`: repeated read of a lazy value (cache hit)",
+    if hit := _first(payload, "lazy", "hit", ratio=True):
+        yield _ranged([hit], "outside `jit`: repeated read of a lazy value (cache hit)",
                       _vs(hit) + " (numpyro: a plain `__dict__` read)")
     rss = _first(payload, "memory", "rss growth")
     if rss and rss["stabledist"] is not None:
@@ -259,14 +254,10 @@ def results_section(payload: dict[str, Any], plots: Sequence[str]) -> str:
                   "|---|---|---|---|---|---|---|"]
         for c in e2e["cases"]:
             for variant in ("numpyro", "stabledist"):
-                ph = c["extra"]["phases"].get(variant)
-                if not ph:
-                    continue
-                med = {k: sorted(x)[len(x) // 2] for k, x in ph.items()}
-                total = c["summary"][variant]["median"]
-                lines.append(f"| {c['params']['model']} | {c['params']['method']} | "
-                             f"{LABELS[variant]} | {med['trace'] + med['lower']:.2f} | "
-                             f"{med['compile']:.2f} | {med['run']:.2f} | {total:.2f} |")
+                if m := phase_medians(c["extra"]["phases"], variant):
+                    lines.append(f"| {c['params']['model']} | {c['params']['method']} | "
+                                 f"{LABELS[variant]} | {m['trace']:.2f} | {m['compile']:.2f} | "
+                                 f"{m['run']:.2f} | {c['summary'][variant]['median']:.2f} |")
         lines.append("")
     captions = {p.file: p.caption for b in REGISTRY for p in b.plots}
     if plots:

@@ -304,14 +304,10 @@ def _closure_plot(res: BenchResult, family: str, xlabel: str, title: str) -> Fig
 def _constants_note(case: Case, timing: str) -> str:
     """The case's reference variants beside its row: the flag-off closure and the closure
     after one eager evaluation (``timing``: "per call" or "first call")."""
-    parts = []
-    for variant in ("stabledist_closure", "stabledist_eager"):
-        if timing == "per call":
-            value = fmt_value(case.median(variant), "ns")
-        else:
-            value = fmt_value(case.extra.get("first_call_s", {}).get(variant), "s")
-        if value != "-":
-            parts.append(f"{LABELS[variant]} {value}")
+    first = case.extra.get("first_call_s", {})
+    values = {v: fmt_value(case.median(v), "ns") if timing == "per call"
+              else fmt_value(first.get(v), "s") for v in ("stabledist_closure", "stabledist_eager")}
+    parts = [f"{LABELS[v]} {value}" for v, value in values.items() if value != "-"]
     ops = case.extra.get("program_ops", {}).get("stabledist")
     if ops:
         parts.append(f"stabledist's program: {ops['transcendental']} transcendental op(s), "
@@ -408,18 +404,21 @@ def _compile_rows(res: BenchResult) -> list[Row]:
     return [row(c) for c in res.cases]
 
 
-def phase_medians(case: Case, variant: str) -> dict[str, float]:
-    ph = case.extra.get("phases", {}).get(variant, {})
-    return {k: statistics.median(v) for k, v in ph.items() if v}
+def phase_medians(phases: dict[str, dict[str, list[float]]], variant: str) -> dict[str, float]:
+    """``variant``'s median seconds per phase over an end-to-end case's repetitions (its
+    ``extra["phases"]``), ``trace`` with the lowering; its XLA compiles; {} if none ran."""
+    medians = {k: statistics.median(v) for k, v in phases.get(variant, {}).items() if v}
+    if medians:
+        medians["trace"] += medians.pop("lower")
+    return medians
 
 
 def _phase_note(case: Case) -> str:
     """trace/compile/run seconds of both variants, and whether results agree."""
     parts = []
     for v in ("numpyro", "stabledist"):
-        m = phase_medians(case, v)
-        if m:
-            parts.append(f"{v} trace {m['trace'] + m['lower']:.2f} + compile "
+        if m := phase_medians(case.extra.get("phases", {}), v):
+            parts.append(f"{v} trace {m['trace']:.2f} + compile "
                          f"{m['compile']:.2f} + run {m['run']:.2f} s")
     summ = case.extra.get("summary", {})
     same = summ.get("numpyro") == summ.get("stabledist")
@@ -486,11 +485,9 @@ def _e2e_details(res: BenchResult) -> list[str]:
              "|---|---|---|---|---|---|---|"]
     for c in res.cases:
         for v in res.variants:
-            m = phase_medians(c, v)
-            if m:
-                lines.append(f"| {c.name} | {v} | {m['trace'] + m['lower']:.2f} | "
-                             f"{m['compile']:.2f} | {m['run']:.2f} | "
-                             f"{c.median(v):.2f} | {m['xla_compiles']:.0f} |")
+            if m := phase_medians(c.extra.get("phases", {}), v):
+                lines.append(f"| {c.name} | {v} | {m['trace']:.2f} | {m['compile']:.2f} | "
+                             f"{m['run']:.2f} | {c.median(v):.2f} | {m['xla_compiles']:.0f} |")
     models: dict[str, str] = {}
     for c in res.cases:
         models.setdefault(c.params["model"], c.params["what"])
@@ -516,17 +513,16 @@ def _e2e_plot(res: BenchResult) -> Figure | None:
         ys, labels, longest = [], [], 0.0
         for i, c in enumerate(cases):
             for j, variant in enumerate(("numpyro", "stabledist")):
-                m = phase_medians(c, variant)
+                m = phase_medians(c.extra.get("phases", {}), variant)
                 if not m:
                     continue
                 y = i * 2.6 + j
                 left = 0.0
-                for phase, value in (("trace", m["trace"] + m["lower"]),
-                                     ("compile", m["compile"]), ("run", m["run"])):
-                    ax.barh(y, value, left=left, color=colors[phase],
+                for phase, color in colors.items():
+                    ax.barh(y, m[phase], left=left, color=color,
                             label=phase if (i, j) == (0, 0) else None,
                             hatch="//" if variant == "numpyro" else None, edgecolor="white")
-                    left += value
+                    left += m[phase]
                 longest = max(longest, left)
                 ys.append(y)
                 labels.append(f"{c.params.get('model', c.name)}, {variant}")
