@@ -94,6 +94,26 @@ def discover_lazy_pairs(
     return pairs[:limit], skipped
 
 
+def _bare_getter() -> Any:
+    """An instance whose ``value`` is a property with stabledist's hit path and nothing
+    else (a subscript of a table keyed by ``id``, a ``KeyError`` for a miss): timed beside
+    every hit, it is the floor the hit guard judges against, on this machine's Python."""
+    values: dict[int, Any] = {}
+
+    def read(instance: Any) -> Any:
+        try:
+            return values[id(instance)]
+        except KeyError:
+            raise AttributeError("value") from None
+
+    bare = type("BareGetter", (), {"value": property(read)})()
+    values[id(bare)] = 0.0
+    return bare
+
+
+BARE_GETTER = _bare_getter()
+
+
 def discovery_weight(profile: Profile) -> int:
     """The progress steps finding the pairs counts for: about twice the time of measuring
     them all (each example's first reads compile its eager operations)."""
@@ -112,6 +132,8 @@ LAZY_VARIANTS = {
     "nocache": "the property's own function called on every read (stabledist instance; "
     "lazy values that function reads itself come from the cache)",
     "plain": "plain instance-attribute read (d._batch_shape), hit rows only",
+    "getter": "a bare Python property getter doing one subscript by id, as a hit does "
+    "(the floor of any value kept out of __dict__), hit rows only",
 }
 
 LAZY_NOCACHE = (
@@ -185,7 +207,8 @@ def bench_lazy(profile: Profile) -> BenchResult:
                "stabledist": stmt_timer(f"d.{pair.prop}", {"d": hs}),
                "nocache": stmt_timer("block(w(d))", {"block": jax.block_until_ready,
                                                      "w": recompute, "d": hs}),
-               "plain": stmt_timer("d._batch_shape", {"d": hs})}
+               "plain": stmt_timer("d._batch_shape", {"d": hs}),
+               "getter": stmt_timer("d.value", {"d": BARE_GETTER})}
         with quiet():
             samples, loops = measure(hit, profile.reps, profile.rep_ms)
         result.cases.append(Case(f"hit {pair.cls}.{pair.prop}", {**params, "kind": "hit"},
@@ -268,6 +291,34 @@ def _dispatch_case(name: str) -> tuple[Callable[[Any, tuple], Any], tuple]:
     raise KeyError(f"unknown dispatch case {name!r}")
 
 
+class BareNode:
+    """A pytree node that holds its children and nothing else: what JAX's dispatch costs
+    per node of a distribution whatever the library's own flatten does."""
+
+    __slots__ = ("children",)
+
+    def __init__(self, children: tuple[Any, ...]) -> None:
+        self.children = children
+
+
+jax.tree_util.register_pytree_node(BareNode, lambda n: (n.children, None),
+                                   lambda _, children: BareNode(tuple(children)))
+
+
+def bare_nodes(tree: Any) -> tuple[Any, Any]:
+    """``tree``'s leaves in `BareNode`s of its very shape (every node, containers too, one
+    `BareNode`), and ``tree``'s treedef to rebuild it from them."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    rest = iter(leaves)
+
+    def build(node: Any) -> Any:
+        if node.num_nodes == 1 and node.num_leaves == 1:
+            return next(rest)
+        return BareNode(tuple(build(child) for child in node.children()))
+
+    return build(treedef), treedef
+
+
 def bench_dispatch(profile: Profile) -> BenchResult:
     """Per-call time of ``jit(lambda d, x: d.log_prob(x))(d, x).block_until_ready()``."""
     result = BenchResult(
@@ -276,7 +327,9 @@ def bench_dispatch(profile: Profile) -> BenchResult:
         variants={
             "numpyro": "jit(lambda d, x: d.log_prob(x)) with a numpyro distribution",
             "stabledist": "the same with a stabledist distribution",
-            "raw": "jit(lambda params, x: Dist(*params).log_prob(x)) with the parameter arrays"},
+            "raw": "jit(lambda params, x: Dist(*params).log_prob(x)) with the parameter arrays",
+            "nodes": "the stabledist distribution's leaves in bare pytree nodes of its shape, "
+            "rebuilt inside: JAX's own cost per node, the floor of any library"},
         nocache="not applicable: nothing lazy is read outside the compiled function")
     nd = MODULES["numpyro"]
     for name in profile.dispatch_cases:
@@ -287,7 +340,11 @@ def bench_dispatch(profile: Profile) -> BenchResult:
         f_n = jax.jit(lambda d, x: d.log_prob(x))
         f_s = jax.jit(lambda d, x: d.log_prob(x))
         f_r = jax.jit(lambda p, x, build=build: build(nd, p).log_prob(x))
-        calls = {"numpyro": (f_n, dn), "stabledist": (f_s, ds), "raw": (f_r, params)}
+        nodes, treedef = bare_nodes(ds)
+        f_b = jax.jit(lambda t, x, treedef=treedef: jax.tree_util.tree_unflatten(
+            treedef, jax.tree_util.tree_leaves(t)).log_prob(x))
+        calls = {"numpyro": (f_n, dn), "stabledist": (f_s, ds), "raw": (f_r, params),
+                 "nodes": (f_b, nodes)}
         outs = [np.asarray(f(d, x)) for f, d in calls.values()]
         agree = all(np.allclose(outs[0], o, rtol=1e-5, atol=1e-5) for o in outs[1:])
         fns = {v: stmt_timer("f(d, x).block_until_ready()", {"f": f, "d": d, "x": x})
@@ -295,7 +352,8 @@ def bench_dispatch(profile: Profile) -> BenchResult:
         samples, loops = measure(fns, profile.reps, profile.rep_ms)
         split = {v: host_device_split(partial(f, d, x), loops[v]) for v, (f, d) in calls.items()}
         result.cases.append(Case(name, {"class": type(ds).__name__, "results_agree": agree,
-                                        "leaves": len(jax.tree_util.tree_leaves(ds)),
+                                        "leaves": treedef.num_leaves,
+                                        "nodes": treedef.num_nodes - treedef.num_leaves,
                                         "raw_arrays": len(params)}, samples, loops,
                                  extra={"host_device": split}))
     return result
