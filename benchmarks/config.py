@@ -100,7 +100,7 @@ DEFAULT = Profile(
     e2e_warmup=200, e2e_samples=200, e2e_svi_steps=500, e2e_reps=3,
     e2e_models=("regression", "gp_predict"), e2e_methods=("SVI",), e2e_prewarm=True,
     e2e_chains=None,
-    pcache_reps=1, import_reps=6, churn_cycles=5_000, churn_points=25, churn_light=False,
+    pcache_reps=1, import_reps=4, churn_cycles=5_000, churn_points=25, churn_light=False,
     scale_sites=(10, 30), scale_compile_sites=(10, 30), scale_fresh_sites=(60,),
     scale_fresh_processes=3, scale_plate=(1_000, 10_000),
     scale_tree=(100, 1_000, 2_000), scale_reps=5, scale_memory=2_000, scale_cycles=(1_000,),
