@@ -791,7 +791,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "(and with a plate), pytrees of N distributions, memory per live instance, "
         "generation-2 collections, the cache's and hoisting's tables",
         run=Deferred("bench_scale", "bench_scale"), steps=Deferred("bench_scale", "steps"),
-        seconds=_planned(smoke=20, quick=70, default=100, full=1700, accelerator=150),
+        seconds=_planned(smoke=20, quick=70, default=94, full=1700, accelerator=150),
         rows=scale_report.scale_rows,
         targets=(
             Target("scale_growth", "at every N stabledist's trace and compile no slower than "
