@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     size.add_argument("--smoke", dest="profile", action="store_const", const="smoke",
                       help="tiny sizes, only to check that the code runs (used by the tests)")
     size.add_argument("--default", dest="profile", action="store_const", const="default",
-                      help="the default profile (about 6 minutes on 2 cores) even with --device "
+                      help="the default profile (about 4 minutes on 2 cores) even with --device "
                       "gpu/tpu, which otherwise runs it with the H200's end-to-end rows, "
                       "planned for a 10-minute device lease (profile 'accelerator')")
     parser.set_defaults(profile=None)
@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="XLA host (CPU) devices, i.e. parallel NUTS chains on CPU "
                         "(default: the CPU count)")
     parser.add_argument("--e2e-reps", type=int, default=None, metavar="N",
-                        help="repetitions per end-to-end row (default: the profile's: 4; 1 "
+                        help="repetitions per end-to-end row (default: the profile's: 5; 1 "
                         "with --quick, 2 on an accelerator); one program's compile time "
                         "varies by up to 15%% from run to run on a 2-core machine, so "
                         "resolving a few percent takes ~10")
@@ -82,14 +82,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ns = parser.parse_args(argv)
     if ns.e2e_reps is not None and ns.e2e_reps < 1:
         parser.error("--e2e-reps must be at least 1")
+    accelerator = ns.device in ("gpu", "tpu")
+    ns.profile = ns.profile or ("accelerator" if accelerator else "default")
     ns.only = ([n.strip() for n in ns.only.split(",") if n.strip()] if ns.only
-               else list(BENCHMARKS))
+               else [n for n in BENCHMARKS if n not in PROFILES[ns.profile].left_out])
     if unknown := [n for n in ns.only if n not in BENCHMARKS]:
         parser.error(f"unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}")
     if ns.host_devices < 1:
         parser.error("--host-devices must be at least 1")
-    accelerator = ns.device in ("gpu", "tpu")
-    ns.profile = ns.profile or ("accelerator" if accelerator else "default")
     if ns.deadline is None:
         ns.deadline = DEADLINE_MIN if accelerator else 0.0
     if ns.deadline < 0:

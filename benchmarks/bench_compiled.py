@@ -17,10 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 
-from benchmarks.common import MODULES, PROGRAMS, lazy_names, quiet, spd
+from benchmarks.common import MODULES, lazy_names, quiet, spd
 from benchmarks.config import Profile
 from benchmarks.phases import record_phases
-from benchmarks.programs import reads_lazy_data, reads_lazy_point
 from stabledist.benchmark._measure import (
     BenchResult,
     Case,
@@ -241,35 +240,4 @@ def bench_closure(profile: Profile) -> BenchResult:
         for size in getattr(profile, sizes_attr):
             step(f"closure {family}: size {size}")
             result.cases.append(closure_case(family, size, CLOSURE_VARIANTS, profile, rotation)[0])
-    return result
-
-
-def bench_compile(profile: Profile) -> BenchResult:
-    """The first trace, lower and compile, and the calls, of the jitted log density of
-    `benchmarks.programs.reads_lazy` (reading ``compile_reads`` times the priors' lazy values)
-    in fresh processes, the first thing jitted there, run by the tool users run on their own
-    programs."""
-    from stabledist import benchmark
-
-    dim, reads, processes = profile.compile_dim, profile.compile_reads, profile.compile_processes
-    result = BenchResult(name="compile", unit="s", title="not run: no processes in this profile",
-                         variants={}, nocache="")
-    if not processes:
-        return result
-    step(f"compile: {processes} fresh processes per library", weight=2 * processes)
-    # the log density at a given point, jitted first: no draw traces the model before it
-    # (the observations bound, as the model's arguments are: constants of the program)
-    report = benchmark.function(f"{PROGRAMS}:reads_lazy_density", reads_lazy_point(dim),
-                                processes=processes, reps=profile.reps, fork=True, quiet=True,
-                                y=reads_lazy_data(dim, reads), reads=reads)
-    result = BenchResult(
-        name="compile", unit="s",
-        title=f"First trace, lower and compile (fresh processes) of the log density of a model "
-        f"reading precision_matrix and a TruncatedNormal normalizer {reads} times (dim {dim})",
-        variants={"numpyro": "numpyro's classes", "stabledist": "stabledist's classes (the "
-                  "same program file, run by stabledist.benchmark.function)"},
-        nocache="not measured: the priors are global, as in a user's model",
-        extra={"dim": dim, "reads": reads, "lazy_reads": [vars(r) for r in report.reads],
-               "equations": report.cases[-1].params["equations"]})
-    result.cases = report.cases
     return result

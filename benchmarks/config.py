@@ -19,6 +19,9 @@ class Profile:
     """How long and how large: one instance per ``--smoke/--quick/(default)/--full``."""
 
     name: str
+    # benchmarks it leaves out unless ``--only`` names them: the descriptive ones (no target of
+    # their own), whose cases --full runs at the page's sizes
+    left_out: tuple[str, ...]
     # micro-benchmarks (lazy, flatten, dispatch): repetitions, ms per repetition and variant
     reps: int
     rep_ms: float
@@ -35,10 +38,6 @@ class Profile:
     first_reps: int  # first calls of new closures: repetitions (fresh distribution and jit)
     # closed-over constants: (family, size), JAX's simplified constants off and on
     constants_cases: tuple[tuple[str, int], ...]
-    # trace + compile
-    compile_dim: int
-    compile_reads: int
-    compile_processes: int  # fresh processes per library
     # end-to-end inference
     e2e_warmup: int
     e2e_samples: int
@@ -91,14 +90,14 @@ class Profile:
 
 
 DEFAULT = Profile(
-    name="default", reps=9, rep_ms=1.0, lazy_limit=None, lazy_per_class=None, flatten_limit=None,
+    name="default", left_out=("constants",), reps=9, rep_ms=1.0, lazy_limit=None,
+    lazy_per_class=None, flatten_limit=None,
     dispatch_cases=("Normal", "MultivariateNormal", "TruncatedNormal", "MixtureSameFamily"),
     mvn_dims=(16, 1024), tn_batches=(100, 10_000), sbvm_batches=(100, 10_000),
     closure_reps=7, closure_rep_ms=10.0, first_reps=3,
     constants_cases=(("truncnormal_logp", 100_000), ("mvn_precision", 1024)),
-    compile_dim=32, compile_reads=8, compile_processes=3,
-    e2e_warmup=200, e2e_samples=200, e2e_svi_steps=500, e2e_reps=3,
-    e2e_models=("regression", "gp_predict"), e2e_methods=("SVI",), e2e_prewarm=True,
+    e2e_warmup=200, e2e_samples=200, e2e_svi_steps=500, e2e_reps=5,
+    e2e_models=("gp_predict",), e2e_methods=("SVI",), e2e_prewarm=True,
     e2e_chains=None,
     pcache_reps=1, import_reps=4, churn_cycles=5_000, churn_points=25, churn_light=False,
     scale_sites=(10, 30), scale_compile_sites=(10, 30), scale_fresh_sites=(60,),
@@ -106,16 +105,15 @@ DEFAULT = Profile(
     scale_tree=(100, 1_000, 2_000), scale_reps=5, scale_memory=2_000, scale_cycles=(1_000,),
     scale_shapes=4, scale_classes=3, judge_timing=True,
 )
-"""A verdict on every target in about 6 minutes on 2 cores; the long runs (NUTS, batch
+"""A verdict on every target in about 4 minutes on 2 cores; the long runs (NUTS, batch
 1,000,000, cold compiles, 10,000 sample sites, pytrees of 100,000) are `--full`'s."""
 
 PROFILES: dict[str, Profile] = {
     "smoke": replace(
-        DEFAULT, name="smoke",
+        DEFAULT, name="smoke", left_out=(),
         reps=3, rep_ms=0.3, lazy_limit=3, flatten_limit=4, dispatch_cases=("Normal",),
         mvn_dims=(16,), tn_batches=(), sbvm_batches=(),
         closure_reps=3, closure_rep_ms=0.5, first_reps=1, constants_cases=(("mvn_precision", 16),),
-        compile_dim=2, compile_reads=1, compile_processes=2,
         e2e_warmup=5, e2e_samples=5, e2e_svi_steps=5, e2e_reps=1, e2e_models=("tiny",),
         e2e_methods=("SVI",),  # NUTS compiles for long; the quick profile runs it
         e2e_prewarm=False, e2e_chains=1,
@@ -131,7 +129,6 @@ PROFILES: dict[str, Profile] = {
         reps=7, rep_ms=0.8, lazy_limit=15, lazy_per_class=1, flatten_limit=40,
         mvn_dims=(16, 1024), tn_batches=(100,), sbvm_batches=(100,),
         closure_reps=5, closure_rep_ms=5.0, first_reps=2, constants_cases=(("mvn_precision", 256),),
-        compile_dim=8, compile_reads=4, compile_processes=2,
         e2e_warmup=100, e2e_samples=100, e2e_svi_steps=300, e2e_reps=1,
         e2e_models=("gp_predict",),
         pcache_reps=0,  # retraces only: the cross-process pairs start 4 Python processes
@@ -142,7 +139,7 @@ PROFILES: dict[str, Profile] = {
     ),
     "default": DEFAULT,
     "full": replace(
-        DEFAULT, name="full",
+        DEFAULT, name="full", left_out=(),
         reps=31, rep_ms=5.0, mvn_dims=(16, 32, 64, 128, 256, 512, 1024, 2048),
         tn_batches=(100, 300, 1_000, 3_000, 10_000, 30_000, 100_000, 300_000, 1_000_000),
         sbvm_batches=(100, 1_000, 10_000, 100_000, 1_000_000),
@@ -150,7 +147,6 @@ PROFILES: dict[str, Profile] = {
         constants_cases=(("truncnormal_logp", 10_000), ("truncnormal_logp", 300_000),
                          ("truncnormal_logp", 1_000_000), ("mvn_precision", 512),
                          ("mvn_precision", 2048)),
-        compile_dim=64, compile_reads=32, compile_processes=6,
         e2e_warmup=1000, e2e_samples=1000, e2e_svi_steps=5000, e2e_reps=6,
         e2e_models=("gp", "hierarchical", "regression", "statespace", "angles", "gp_predict"),
         e2e_methods=("NUTS", "SVI"),

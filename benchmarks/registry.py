@@ -395,25 +395,6 @@ def _constants_plot(res: BenchResult) -> Figure | None:
     return fig
 
 
-COMPILE_JUDGED = ("first_jit_s", "call_ns")
-"""The compile benchmark's judged rows: what a user pays (the first jit, each call after); its
-phases show where the first jit's time goes (hoisting moves work from compile to trace)."""
-
-
-def _compile_rows(res: BenchResult) -> list[Row]:
-    eqns = res.extra.get("equations", {})
-    note = ("program equations: " + ", ".join(f"{k} {v}" for k, v in eqns.items())) if eqns else ""
-
-    def row(c: Case) -> Row:
-        call, judged = c.params["phase"] == "call_ns", c.params["phase"] in COMPILE_JUDGED
-        return single(res.name, c, "ns/call" if call else "s",
-                      label=("" if call else "fresh process: ") + c.name, judged=judged,
-                      note=note if call else "" if judged else "informative: a part of the "
-                      "first jit")
-
-    return [row(c) for c in res.cases]
-
-
 def phase_medians(phases: dict[str, dict[str, list[float]]], variant: str) -> dict[str, float]:
     """``variant``'s median seconds per phase over an end-to-end case's repetitions (its
     ``extra["phases"]``), ``trace`` with the lowering; its XLA compiles; {} if none ran."""
@@ -444,7 +425,7 @@ def _e2e_rows(res: BenchResult) -> list[Row]:
 
 def _e2e_seconds(profile: Profile) -> float:
     """Scaled by ``--e2e-reps`` against the profile's own repetitions."""
-    base = _planned(smoke=6, quick=15, default=52, full=1500, accelerator=150)(profile)
+    base = _planned(smoke=6, quick=15, default=18, full=1500, accelerator=150)(profile)
     if profile.name in PROFILES:
         base *= profile.e2e_reps / PROFILES[profile.name].e2e_reps
     return base
@@ -733,15 +714,6 @@ REGISTRY: tuple[Benchmark, ...] = (
                     "simplified constants on and off", _constants_plot),),
     ),
     Benchmark(
-        name="compile", heading="first trace + compile of a model, fresh processes",
-        summary="first trace + compile (fresh processes) and calls of a model that reads lazy "
-        "properties repeatedly",
-        run=Deferred("bench_compiled", "bench_compile"),
-        steps=lambda p: 2 * p.compile_processes,
-        seconds=_planned(smoke=20, quick=20, default=25, full=80, accelerator=35),
-        rows=_compile_rows,
-    ),
-    Benchmark(
         name="e2e", heading="end-to-end NUTS and SVI",
         summary="end-to-end NUTS and SVI on real models (GP, hierarchical, regression, "
         "state space, angles) and a jitted Predictive in a forecasting loop (inducing-point "
@@ -791,7 +763,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "(and with a plate), pytrees of N distributions, memory per live instance, "
         "generation-2 collections, the cache's and hoisting's tables",
         run=Deferred("bench_scale", "bench_scale"), steps=Deferred("bench_scale", "steps"),
-        seconds=_planned(smoke=20, quick=70, default=94, full=1700, accelerator=150),
+        seconds=_planned(smoke=20, quick=70, default=85, full=1700, accelerator=150),
         rows=scale_report.scale_rows,
         targets=(
             Target("scale_growth", "at every N stabledist's trace and compile no slower than "

@@ -109,12 +109,15 @@ def _header(profile: Profile, only: Sequence[str], env: dict[str, Any], out: Pat
             deadline_s: float | None) -> str:
     mem = env.get("device_memory_bytes")
     note = accelerator_note(profile)
+    left = [n for n in profile.left_out if n not in only]
     return (f"stabledist benchmarks, profile {profile.label}: {', '.join(only)}; backend "
             f"{env['backend']} ({env['device_kind']}, {env['device_count']} device(s)"
             + (f", {mem / 2**30:.1f} GiB" if mem else "") + f"), jax "
             f"{env['versions']['jax']}, numpyro {env['versions']['numpyro']}, "
             f"{python_build_text(env.get('python_build'))}; output {out}"
             + (f"\n{note}" if note else "")
+            + (f"\nleft out by the profile (no target of their own): {', '.join(left)}; "
+               "--only NAME or --full runs them" if left else "")
             + (f"\ndeadline {deadline_s / 60:.1f} min: a benchmark that would end later is "
                "skipped, a running one stops at its next step after it" if deadline_s else ""))
 

@@ -187,6 +187,10 @@ def test_the_command_line_picks_the_profile_deadline_and_strictness() -> None:
     cpu = parse_args(["--out", "x"])
     assert cpu.profile == "default" and profile_of(cpu) is PROFILES["default"]
     assert cpu.deadline == 0 and cpu.strict is False
+    # the default profile leaves out the benchmark with no target of its own; --only names it
+    assert cpu.only == [n for n in BENCHMARKS if n != "constants"]
+    assert parse_args(["--full", "--out", "x"]).only == list(BENCHMARKS)
+    assert parse_args(["--only", "constants", "--out", "x"]).only == ["constants"]
     whole = parse_args(["--device", "gpu", "--default", "--deadline", "0", "--out", "x"])
     assert whole.profile == "default" and whole.deadline == 0
     assert parse_args(["--device", "gpu", "--quick", "--out", "x"]).profile == "quick"
@@ -194,7 +198,7 @@ def test_the_command_line_picks_the_profile_deadline_and_strictness() -> None:
     for field, value in ACCELERATOR_CHANGES.items():
         assert getattr(accelerator, field) == value != getattr(default, field), field
     note = accelerator_note(accelerator)
-    assert "10-minute" in note and "e2e_reps 3 -> 2" in note and "with angles" in note
+    assert "10-minute" in note and "e2e_reps 5 -> 2" in note and "with regression, angles" in note
     assert "NUTS and SVI" in note
     assert accelerator_note(default) == ""
     ns = parse_args(["--only", "lazy,flatten", "--quick", "--out", "x"])
