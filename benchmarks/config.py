@@ -19,8 +19,8 @@ class Profile:
     """How long and how large: one instance per ``--smoke/--quick/(default)/--full``."""
 
     name: str
-    # benchmarks it leaves out unless ``--only`` names them: the descriptive ones (no target of
-    # their own), whose cases --full runs at the page's sizes
+    # benchmarks it leaves out unless ``--only`` names them or ``--publish`` writes the page:
+    # the descriptive ones (no target of their own)
     left_out: tuple[str, ...]
     # micro-benchmarks (lazy, flatten, dispatch): repetitions, ms per repetition and variant
     reps: int

@@ -190,6 +190,7 @@ def test_the_command_line_picks_the_profile_deadline_and_strictness() -> None:
     # the default profile leaves out the benchmark with no target of its own; --only names it
     assert cpu.only == [n for n in BENCHMARKS if n != "constants"]
     assert parse_args(["--full", "--out", "x"]).only == list(BENCHMARKS)
+    assert parse_args(["--publish", "--out", "x"]).only == list(BENCHMARKS)
     assert parse_args(["--only", "constants", "--out", "x"]).only == ["constants"]
     whole = parse_args(["--device", "gpu", "--default", "--deadline", "0", "--out", "x"])
     assert whole.profile == "default" and whole.deadline == 0
