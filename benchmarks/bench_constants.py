@@ -84,18 +84,9 @@ def program_ops(text: str) -> dict[str, int]:
     entry computation, i.e. the executable's arguments."""
     found = Counter(_OP.findall(text))
     counts = {group: sum(found[op] for op in ops) for group, ops in PROGRAM_OPS.items()}
-    entry = text[text.find("\nENTRY"):] if "\nENTRY" in text else ""
-    entry = entry.split("\n}", 1)[0]
+    entry = text[text.find("\nENTRY"):].split("\n}", 1)[0] if "\nENTRY" in text else ""
     counts["parameters"] = sum(op == "parameter" for op in _OP.findall(entry))
     return counts
-
-
-def _makers(mode: Mode) -> dict[str, Any]:
-    from benchmarks.bench_compiled import argument_variant, closure_variant
-
-    make = {"closure": closure_variant, "argument": argument_variant,
-            "eager": lambda m: closure_variant(m, before="eager")}
-    return {variant: make[kind](module) for variant, kind, module in mode.variants}
 
 
 def measure_mode(mode_name: str, fields: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +95,7 @@ def measure_mode(mode_name: str, fields: dict[str, Any]) -> dict[str, Any]:
     programs' operation counts. ``supported`` False: this jax has no such option."""
     import jax
 
-    from benchmarks.bench_compiled import closure_case
+    from benchmarks.bench_compiled import argument_variant, closure_case, closure_variant
 
     profile = Profile.from_dict(fields)
     mode = MODES[mode_name]
@@ -113,7 +104,9 @@ def measure_mode(mode_name: str, fields: dict[str, Any]) -> dict[str, Any]:
                            "jax": jax.__version__, "cases": []}
     if flag is None:
         return out
-    makers = _makers(mode)
+    make = {"closure": closure_variant, "argument": argument_variant,
+            "eager": lambda m: closure_variant(m, before="eager")}
+    makers = {variant: make[kind](module) for variant, kind, module in mode.variants}
     rotation = itertools.count()
     for family, size in profile.constants_cases:
         case, prepared = closure_case(family, size, makers, profile, rotation,

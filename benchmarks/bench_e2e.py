@@ -70,8 +70,7 @@ def _rbf(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _gp(m: Any, rng: np.random.Generator) -> tuple[Model, tuple]:
-    x = np.linspace(0, 1, 30)
-    xs = np.linspace(0, 1, 20)
+    x, xs = np.linspace(0, 1, 30), np.linspace(0, 1, 20)
     k = (_rbf(x, x) + 0.05 * np.eye(30)).astype(np.float32)
     k_star = jnp.asarray(_rbf(xs, x), jnp.float32)
     y = jnp.asarray(np.sin(6 * x) + 0.2 * rng.standard_normal(30), jnp.float32)
@@ -216,11 +215,10 @@ def run_once(variant: str, model: str, method: str, profile: Profile,
              warmup: int | None = None, samples: int | None = None) -> dict[str, Any]:
     """One end-to-end run (build the model's distributions, run inference, block on the
     results), with its phase split."""
-    m = MODULES[variant]
     key = jax.random.PRNGKey(0)
     with quiet(), record_phases() as rec:
         t0 = time.perf_counter()
-        fn, data = build(m, model)
+        fn, data = build(MODULES[variant], model)
         if method == "Predictive":
             draws, inputs = data
             predict = jax.jit(Predictive(fn, draws, return_sites=["f", "y"]))
@@ -241,9 +239,7 @@ def run_once(variant: str, model: str, method: str, profile: Profile,
             out = jax.block_until_ready(res.params)
             summary = {"final_loss": [round(float(res.losses[-1]), 3)]}
         seconds = time.perf_counter() - t0
-    split = rec.split()
-    split["total"] = seconds
-    return {"seconds": seconds, "phases": split, "summary": summary}
+    return {"seconds": seconds, "phases": {**rec.split(), "total": seconds}, "summary": summary}
 
 
 @contextmanager

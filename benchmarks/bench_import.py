@@ -14,13 +14,7 @@ import sys
 from benchmarks.child import result
 from benchmarks.config import ROOT, Profile
 from stabledist.benchmark._environment import subprocess_env
-from stabledist.benchmark._measure import (
-    BenchResult,
-    Case,
-    paired_ratio_interval,
-    progress,
-    step,
-)
+from stabledist.benchmark._measure import BenchResult, Case, paired_ratio_interval, progress, step
 from stabledist.benchmark._rows import Row, Verdict, make_row, single
 
 MODULES = {"numpyro": "numpyro.distributions", "stabledist": "stabledist"}
@@ -55,8 +49,7 @@ def _pair(order: list[str]) -> dict[str, dict[str, float | list[str]]]:
     the very same conditions; measured on 2 cores, an import beside another takes 3% longer
     than alone), else one after the other."""
     if (os.cpu_count() or 1) < 2:
-        return {v: result(_spawn(MODULES[v]), f"import {MODULES[v]}", timeout=300)
-                for v in order}
+        return {v: result(_spawn(MODULES[v]), f"import {MODULES[v]}", timeout=300) for v in order}
     procs = {v: _spawn(MODULES[v]) for v in order}
     return {v: result(proc, f"import {MODULES[v]}", timeout=300) for v, proc in procs.items()}
 
@@ -96,10 +89,9 @@ def import_rows(res: BenchResult) -> list[Row]:
                                note="backends started by the import: "
                                + (", ".join(started) if started else "none")))
         else:
-            extra = _extra_mib(case)
             rows.append(make_row(res.name, case.name, "MiB", numpyro=case.median("numpyro"),
                                  stabledist=case.median("stabledist"), speed=False,
-                                 note=f"median of paired differences {extra:+.1f} MiB"))
+                                 note=f"median of paired differences {_extra_mib(case):+.1f} MiB"))
     return rows
 
 

@@ -4,6 +4,7 @@ subprocess, so the RSS is not polluted by the rest of the suite."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import resource
 import sys
@@ -18,13 +19,10 @@ from stabledist.benchmark._measure import BenchResult, Case, progress, step
 
 def rss_mb() -> float:
     """Current resident set size (VmRSS) in MB; peak RSS where /proc is unavailable."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 

@@ -49,9 +49,8 @@ class LazyPair:
     build: Builder
 
 
-def discover_lazy_pairs(
-    limit: int | None = None, per_class: int | None = None
-) -> tuple[list[LazyPair], dict[str, str]]:
+def discover_lazy_pairs(limit: int | None = None, per_class: int | None = None
+                        ) -> tuple[list[LazyPair], dict[str, str]]:
     """Every (class, lazy property) of the catalog that is really lazy in its example (the
     first example per pair; at most ``limit``, at most ``per_class`` per class), and the
     skipped ones with the reason."""

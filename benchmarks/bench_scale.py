@@ -71,8 +71,7 @@ def gc_timer(op: Callable[[], Any], watch: GcWatch, label: str) -> Timed:
 def _loops(fn: Timed, rep_ms: float) -> int:
     """`calibrate`'s loop count, without its trials when one call (the warm-up) already
     lasts a repetition: a round trip of 100,000 distributions takes seconds."""
-    first = fn(1)
-    return 1 if first >= rep_ms * 1e6 else calibrate(fn, rep_ms * 1e6, max_number=1000)
+    return 1 if fn(1) >= rep_ms * 1e6 else calibrate(fn, rep_ms * 1e6, max_number=1000)
 
 
 def measure_gc(ops: dict[str, Callable[[], Any]], reps: int, rep_ms: float
@@ -196,18 +195,15 @@ LONG_SITES = 1000
 interval, if a wide one), whatever the profile's count."""
 
 
-def _reps(profile: Profile, n: int) -> int:
-    return min(profile.scale_reps, 3) if n >= LONG_SITES else profile.scale_reps
-
-
 def sites_cases(result: BenchResult, profile: Profile) -> None:
     """The unrolled model: trace at every size, compile and per call at the small ones."""
     sizes = sorted({*profile.scale_sites, *profile.scale_compile_sites})
     for n in sizes:
         compile_too = n in profile.scale_compile_sites
+        reps = min(profile.scale_reps, 3) if n >= LONG_SITES else profile.scale_reps
         step(f"scale: a model with {n} sample sites, trace" + (" + compile" if compile_too else ""))
-        result.cases += _staging_cases("sites", site_model, n, site_values(n),
-                                       _reps(profile, n), compile_too, n == sizes[0], profile)
+        result.cases += _staging_cases("sites", site_model, n, site_values(n), reps, compile_too,
+                                       n == sizes[0], profile)
 
 
 def fresh_weight(profile: Profile) -> int:
@@ -392,11 +388,8 @@ def bench_scale(profile: Profile) -> BenchResult:
         "pytrees, memory and tables compare the two libraries",
         extra={"mix": list(MIX)},
     )
-    sites_cases(result, profile)
-    fresh_sites_cases(result, profile)
-    plate_cases(result, profile)
-    tree_cases(result, profile)
-    child_cases(result, profile)
+    for part in (sites_cases, fresh_sites_cases, plate_cases, tree_cases, child_cases):
+        part(result, profile)
     return result
 
 

@@ -14,7 +14,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any
 
@@ -262,10 +262,8 @@ def tables(shapes: int, classes: int | None) -> dict[str, Any]:
     for _, build in examples:
         d = build(sd)
         for name in lazy_names(type(d)):
-            try:
+            with suppress(Exception):  # a value undefined for this example: skipped
                 getattr(d, name)
-            except Exception:  # a value undefined for this example: skipped
-                continue
         del d
     gc.collect()
     out["after_classes"] = {"classes": len(examples), **internal_tables()}

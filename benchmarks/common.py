@@ -62,8 +62,7 @@ def is_stable_lazy(cls: type, name: str) -> bool:
 
 def spd(n: int, seed: int = 0) -> np.ndarray:
     """A well-conditioned symmetric positive definite ``n x n`` float32 matrix."""
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal((n, n)).astype(np.float32)
+    a = np.random.default_rng(seed).standard_normal((n, n)).astype(np.float32)
     return (a @ a.T / n + np.eye(n, dtype=np.float32)).astype(np.float32)
 
 

@@ -56,8 +56,7 @@ def lazy_rows(res: BenchResult) -> list[Row]:
     miss, hit = res.of_kind("miss"), res.of_kind("hit")
     slow = [c for c in miss if (c.ratio_median("numpyro", "stabledist") or 9) < 1 / 1.05]
     overhead = summarize([
-        statistics.median([a - b for a, b in zip(c.samples["stabledist"],
-                                                  c.samples["nocache"])])
+        statistics.median([a - b for a, b in zip(c.samples["stabledist"], c.samples["nocache"])])
         for c in miss]).get("median", math.nan)
     rows = [aggregate(res.name, miss, "miss: first read", res.unit,
                       note=f"{len(slow)} cases >5% slower; cache bookkeeping per miss "

@@ -65,8 +65,7 @@ def _verdicts(rows: Sequence[dict[str, Any]]) -> str:
         return f"**{counts['slower']} slower**"
     if counts["faster"] and not counts["same"] and not counts["unresolved"]:
         return "**faster**"
-    words = [f"{n} {k}" for k, n in counts.items() if n]
-    return ", ".join(words) + " (95% intervals)"
+    return ", ".join(f"{n} {k}" for k, n in counts.items() if n) + " (95% intervals)"
 
 
 def _span(rows: Sequence[dict[str, Any]]) -> str:
@@ -201,8 +200,7 @@ def verdict_rows(payload: dict[str, Any]) -> list[VerdictRow]:
 def in_short(payload: dict[str, Any]) -> str:
     """The opening of the page: where it was measured, the verdict table, the targets; every
     number from the run."""
-    env = payload["environment"]
-    v = env["versions"]
+    env, v = payload["environment"], payload["environment"]["versions"]
     commit = (env.get("git_commit") or "unknown")[:12]
     lines = [f"**In short**, measured at commit `{commit}` on {env['cpu_count']} CPU cores "
              f"(backend `{env['backend']}`, jax {v['jax']}, numpyro {v['numpyro']}; profile "
@@ -222,8 +220,7 @@ def in_short(payload: dict[str, Any]) -> str:
 
 
 def results_section(payload: dict[str, Any], plots: Sequence[str]) -> str:
-    env = payload["environment"]
-    v = env["versions"]
+    env, v = payload["environment"], payload["environment"]["versions"]
     la = [b.get("extra", {}).get("load_average_after") for b in payload["benchmarks"].values()]
     la = [x[0] for x in la if x]
     mem = env.get("device_memory_bytes") or env.get("host_memory_bytes")

@@ -87,11 +87,10 @@ def slower_target(rows: Sequence[Row], judge_timing: bool = True) -> dict[str, A
     if not judged:
         return None
     worst, slow, resolved = worst_of(judged)
-    detail = (f"of {len(judged)} judged rows: " + ", ".join(
-        f"{counts[v]} {v}" for v in VERDICTS)
-        + (" (one repetition: no interval)" if counts["unresolved"] else "")
-        + ("; slower: " + "; ".join(f"{r['benchmark']}/{r['case']} {fmt_interval(r)}"
-                                     for r in slow) if slow else ""))
+    detail = (f"of {len(judged)} judged rows: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS)
+              + (" (one repetition: no interval)" if counts["unresolved"] else "")
+              + ("; slower: " + "; ".join(f"{r['benchmark']}/{r['case']} {fmt_interval(r)}"
+                                           for r in slow) if slow else ""))
     return _target("slower", SLOWER_TEXT, Verdict(
         f"worst row {worst['benchmark']} / {worst['case']}: {fmt_interval(worst)}",
         (not slow if resolved else None) if judge_timing else None,
@@ -115,9 +114,8 @@ def _summary_table(rows: Sequence[Row]) -> list[str]:
 
 
 def _heading(bench: str, rows: Sequence[Row]) -> str:
-    if any(r["case"] == "ERROR" for r in rows):
-        return "ERROR (see report.md)"
-    return getattr(BENCHMARKS.get(bench), "heading", "")
+    return ("ERROR (see report.md)" if any(r["case"] == "ERROR" for r in rows)
+            else getattr(BENCHMARKS.get(bench), "heading", ""))
 
 
 def compact_lines(payload: dict[str, Any]) -> list[str]:
@@ -200,8 +198,7 @@ def _case_table(res: BenchResult) -> list[str]:
 def host_device_table(cases: Sequence[Any]) -> list[str]:
     """Host and device time per call of the cases that recorded them, a cell looked up by its
     variant (cases record their variants in the order they ran, which rotates)."""
-    hd = [c for c in cases if c.extra.get("host_device")]
-    if not hd:
+    if not (hd := [c for c in cases if c.extra.get("host_device")]):
         return []
     variants = list(dict.fromkeys(v for c in hd for v in c.extra["host_device"]))
     lines = ["Host and device time per call (median ns over single synchronised calls: host = "
@@ -219,8 +216,7 @@ def host_device_table(cases: Sequence[Any]) -> list[str]:
 
 def write_markdown(path: Path, payload: dict[str, Any], results: Sequence[BenchResult],
                    plots: Sequence[str]) -> None:
-    env = payload["environment"]
-    v = env["versions"]
+    env, v = payload["environment"], payload["environment"]["versions"]
     lines = [
         "# stabledist vs numpyro: benchmark report", "",
         f"- command: `{payload['command']}` (profile `{payload['profile']['label']}`)",

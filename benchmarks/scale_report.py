@@ -40,13 +40,10 @@ def _gc_note(case: Case) -> str:
     """Mean and slowest repetition per variant, and the generation-2 collections that ran
     in its repetitions: the collector is part of the measure."""
     to_ms = 1e-6 if case.params.get("unit", "s").startswith("ns") else 1e3
-    parts = []
-    for v in ("numpyro", "stabledist"):
-        if values := case.samples.get(v):
-            gen2 = int(case.extra.get("gc", {}).get(v, {}).get("gen2", 0))
-            parts.append(f"{v} mean {statistics.fmean(values) * to_ms:.3g} max "
-                         f"{max(values) * to_ms:.3g} ms, gen-2 collections {gen2}")
-    return "; ".join(parts)
+    gcs = case.extra.get("gc", {})
+    return "; ".join(f"{v} mean {statistics.fmean(s) * to_ms:.3g} max {max(s) * to_ms:.3g} ms, "
+                     f"gen-2 collections {int(gcs.get(v, {}).get('gen2', 0))}"
+                     for v in ("numpyro", "stabledist") if (s := case.samples.get(v)))
 
 
 def child_result_cases(runs: dict[str, dict[str, Any]]) -> list[Case]:
@@ -84,8 +81,7 @@ def scale_rows(res: BenchResult) -> list[Row]:
         np_, sd = c.median("numpyro"), c.median("stabledist")
         rows.append(make_row(res.name, c.name, c.params["unit"], numpyro=np_, stabledist=sd,
                              ratio=np_ / sd if np_ and sd else None, speed=False))
-    tables = _tables(res)
-    if tables:
+    if tables := _tables(res):
         grow, new = _shape_growth(tables)
         rows.append(make_row(
             res.name, f"hoisting entries after {tables['after_shapes']['shapes']} shapes",
@@ -108,8 +104,7 @@ def log_slope(points: Sequence[tuple[float, float]]) -> dict[str, float] | None:
     """Least-squares slope of ``log y`` on ``log x`` with its 95% t-interval (None with fewer
     than two distinct x, or no residual degree of freedom for an interval: lo = hi)."""
     pts = [(math.log(x), math.log(y)) for x, y in points if x > 0 and y > 0]
-    xs = {x for x, _ in pts}
-    if len(xs) < 2:
+    if len({x for x, _ in pts}) < 2:
         return None
     mx = statistics.fmean(x for x, _ in pts)
     my = statistics.fmean(y for _, y in pts)
@@ -139,8 +134,7 @@ def _slopes(cases: Sequence[Case]) -> dict[str, Any] | None:
 def growth_target(res: BenchResult) -> Verdict | None:
     """At every N no staging row slower (95% interval), nor steeper (`SLOPE_TOLERANCE`)."""
     cases = res.of_kind(*STAGING)
-    rows = [single(res.name, c, "s") for c in cases]
-    if not rows:
+    if not (rows := [single(res.name, c, "s") for c in cases]):
         return None
     worst, slower, resolved = worst_of(rows)
     slow = [r["case"] for r in slower]
@@ -191,8 +185,7 @@ def _gc_share(case: Case) -> str:
 
 
 def memory_target(res: BenchResult) -> Verdict | None:
-    cases = res.of_kind("mem_traced", "mem_rss")
-    if not cases:
+    if not (cases := res.of_kind("mem_traced", "mem_rss")):
         return None
     found = [((c.median("stabledist") or 0) / (c.median("numpyro") or 1), c) for c in cases]
     worst = max(found, key=lambda rc: rc[0])
@@ -245,8 +238,7 @@ def heap_target(res: BenchResult) -> Verdict | None:
 
 
 def tables_target(res: BenchResult) -> Verdict | None:
-    tables = _tables(res)
-    if not tables:
+    if not (tables := _tables(res)):
         return None
     inst = tables["after_instances"]
     grow, new = _shape_growth(tables)

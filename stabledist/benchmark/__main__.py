@@ -31,32 +31,29 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("target", metavar="path/to/file.py:name | module:name",
                         help="a distribution class or instance, a numpyro model, or (with "
                         "--jit) a function; the file imports stabledist as it would numpyro")
-    parser.add_argument("--args", metavar="NAME", default=None,
-                        help="what the target is called with: a tuple, a dict, or a function "
-                        "returning one, defined in the same file")
+    parser.add_argument("--args", metavar="NAME", help="what the target is called with: a "
+                        "tuple, a dict, or a function returning one, defined in the same file")
     parser.add_argument("--jit", action="store_true",
                         help="the target is a function to jit, not a model")
-    parser.add_argument("--predictive", type=int, default=None, metavar="N",
+    parser.add_argument("--predictive", type=int, metavar="N",
                         help="also time a jitted Predictive of the model with N samples")
     parser.add_argument("--eager-init", action="store_true",
                         help="draw the model's point eagerly (as single-chain MCMC does), "
                         "not inside jit (as parallel chains do)")
     parser.add_argument("--device", choices=list(PLATFORMS), default="auto",
                         help="JAX's backend: auto (JAX's choice), cpu, gpu (CUDA) or tpu")
-    parser.add_argument("--processes", type=int, default=None, metavar="N",
-                        help="fresh processes per library for a model or function (default "
-                        "6; 3 with --quick)")
-    parser.add_argument("--reps", type=int, default=None, metavar="N",
-                        help="paired repetitions per row (default: 10 for a distribution, 5 "
-                        "calls per process for a program)")
+    parser.add_argument("--processes", type=int, metavar="N", help="fresh processes per "
+                        "library for a model or function (default 6; 3 with --quick)")
+    parser.add_argument("--reps", type=int, metavar="N", help="paired repetitions per row "
+                        "(default: 10 for a distribution, 5 calls per process for a program)")
     parser.add_argument("--fork", action="store_true",
                         help="fork each fresh process from one per library that has "
                         "imported jax (POSIX; the import is then not measured)")
     parser.add_argument("--quick", action="store_true",
                         help="fewer processes and repetitions (a first look)")
-    parser.add_argument("--json", metavar="FILE", default=None,
+    parser.add_argument("--json", metavar="FILE",
                         help="write every repetition, the rows and the environment as JSON")
-    parser.add_argument("--plot", metavar="FILE", default=None,
+    parser.add_argument("--plot", metavar="FILE",
                         help="draw the ratios with their intervals (needs stabledist[bench])")
     return parser
 

@@ -47,8 +47,7 @@ def _numpyro_as_stabledist() -> None:
     vars(shim).update(handlers=numpyro.handlers, make_stable=identity, stabilize=identity,
                       stable_class=identity, cached_lazy_property=lazy_property,
                       is_stable=lambda cls: False)
-    sys.modules["stabledist"] = shim
-    sys.modules["stabledist.handlers"] = numpyro.handlers
+    sys.modules.update({"stabledist": shim, "stabledist.handlers": numpyro.handlers})
     for name, value in vars(nd).items():
         if isinstance(value, types.ModuleType) and value.__name__.startswith(nd.__name__):
             sys.modules[f"stabledist.{name}"] = value
@@ -172,8 +171,7 @@ def _time_program(fn: Callable[..., Any], args: tuple, reps: int, rep_ms: float,
     calls = measure.call_timer(lambda: compiled(*args))
     loops = measure.calibrate(calls, rep_ms * 1e6, 100_000)
     return {"trace_s": seconds["trace"], "lower_s": seconds["lower"],
-            "compile_s": seconds["compile"],
-            "call_ns": [calls(loops) / loops for _ in range(reps)],
+            "compile_s": seconds["compile"], "call_ns": [calls(loops) / loops for _ in range(reps)],
             "equations": measure.count_equations(traced.jaxpr.jaxpr), "reads": reads.as_list()}
 
 
@@ -211,8 +209,7 @@ def prepare(library: str) -> _Reads:
         def watched_get(self: Any, instance: Any, owner: Any = None) -> Any:
             value = get(self, instance, owner)
             if instance is not None:
-                reads.record(instance, self.wrapped.__name__, self.wrapped, value,
-                             only_traced=True)
+                reads.record(instance, self.wrapped.__name__, self.wrapped, value, only_traced=True)
             return value
 
         lazy_property.__get__ = watched_get  # type: ignore[method-assign]

@@ -80,8 +80,7 @@ def python_build_text(build: dict[str, Any] | None) -> str:
 
 
 def _or_none(get: Callable[..., Any], *args: Any) -> Any:
-    """``get(*args)``, or None where it raises (what this platform, backend or install
-    lacks)."""
+    """``get(*args)``, or None where it raises (what this platform, backend or install lacks)."""
     try:
         return get(*args)
     except Exception:

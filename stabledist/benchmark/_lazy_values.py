@@ -50,13 +50,11 @@ def distribution(target: Any, *args: Any, names: Sequence[str] | None = None,
 
     d = _instance(target, args, kwargs)
     chosen = list(names) if names is not None else list(lazy_names(d))
-    unknown = sorted(set(chosen) - set(lazy_names(d)))
-    if unknown:
+    if unknown := sorted(set(chosen) - set(lazy_names(d))):
         raise ValueError(f"{type(d).__qualname__} has no lazy value named {unknown}; its lazy "
                          f"values are {list(lazy_names(d))}")
-    twin = destabilize(d)
-    report = new_report(f"lazy values of {type(d).__qualname__}", kind="distribution")
-    owner = type(d).__qualname__
+    owner, twin = type(d).__qualname__, destabilize(d)
+    report = new_report(f"lazy values of {owner}", kind="distribution")
     for name in chosen:
         report.progress(f"{owner}.{name}")
         for situation, case in _cases(d, twin, name, reps, rep_ms):

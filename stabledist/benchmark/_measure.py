@@ -157,8 +157,7 @@ part of its slowness, not by all of it; over a long run the observed speed wins.
 
 
 def _speed(actual: float, planned: float) -> float:
-    """Actual over planned seconds, each with `SPEED_PRIOR_S` more at the planned speed,
-    clamped to 0.3-5."""
+    """Actual over planned seconds, each plus `SPEED_PRIOR_S`, clamped to 0.3-5."""
     return min(5.0, max(0.3, (actual + SPEED_PRIOR_S) / (planned + SPEED_PRIOR_S)))
 
 
@@ -175,9 +174,8 @@ def eta_error(history: Sequence[tuple[float, float]], end: float, after: float =
              if t >= after and end - t >= floor]
     if not found:
         return None
-    worst = max(found)
-    return {"worst": worst[0], "at": worst[1], "estimate": worst[2], "truth": end - worst[1],
-            "lines": len(found)}
+    error, at, estimate = max(found)
+    return {"worst": error, "at": at, "estimate": estimate, "truth": end - at, "lines": len(found)}
 
 
 def run_clock() -> float:

@@ -20,7 +20,7 @@ from typing import Any
 
 from stabledist.benchmark._child import fork_servers, split_spec
 from stabledist.benchmark._environment import PLATFORMS, subprocess_env
-from stabledist.benchmark._measure import Case
+from stabledist.benchmark._measure import Case, rounds
 from stabledist.benchmark._report import LazyRead, Report, new_report
 from stabledist.benchmark._rows import single
 
@@ -71,8 +71,7 @@ def function(target: str | Callable[..., Any], *args: Any, processes: int = 6, r
              quiet: bool = False, **kwargs: Any) -> Report:
     """Benchmark a function the user jits, ``jax.jit(f)(*args)`` (``kwargs`` are bound, not
     traced), with numpyro's classes and with stabledist's; as `model` otherwise."""
-    return _run("function", target, args, kwargs, {}, processes, reps, rep_ms, device, fork,
-                quiet)
+    return _run("function", target, args, kwargs, {}, processes, reps, rep_ms, device, fork, quiet)
 
 
 def spec_of(target: str | Callable[..., Any]) -> str:
@@ -109,12 +108,9 @@ def _run(kind: str, target: Any, args: tuple, kwargs: dict, options: dict[str, A
     with tempfile.TemporaryDirectory() as tmp, _processes(Path(tmp), device, fork) as start:
         job_file = Path(tmp) / "job.pickle"
         job_file.write_bytes(pickle.dumps(job))
-        for i in range(processes):
-            order = LIBRARIES if i % 2 == 0 else LIBRARIES[::-1]
-            for lib in order:
-                report.progress(f"process {2 * i + order.index(lib) + 1} of {2 * processes}:"
-                                f" {spec} with {lib}")
-                results[lib].append(start(lib, job_file))
+        for k, (_, lib) in enumerate(rounds(LIBRARIES, processes), start=1):
+            report.progress(f"process {k} of {2 * processes}: {spec} with {lib}")
+            results[lib].append(start(lib, job_file))
     _rows(report, results, "program", "", imports=not fork)
     if options.get("predictive"):
         _rows(report, results, "predictive", f"Predictive({options['predictive']}) ")
@@ -180,8 +176,7 @@ def _reads(results: dict[str, list[dict[str, Any]]]) -> list[LazyRead]:
         for part in ("program", "predictive"):
             for owner, name, equations in runs[0].get(part, {}).get("reads", []):
                 entry = found.setdefault((owner, name), {})
-                before = entry.get(lib) or 0
-                entry[lib] = None if equations is None else before + equations
+                entry[lib] = None if equations is None else (entry.get(lib) or 0) + equations
     # a value one library never computed under the trace was a hit there: a constant
     return [LazyRead(owner, name, e.get("numpyro", 0), e.get("stabledist", 0))
             for (owner, name), e in sorted(found.items())]

@@ -74,17 +74,15 @@ class Report:
 
     def row(self, case: str) -> Row:
         """The row of the case named ``case``."""
-        found = [r for r in self.rows if r["case"] == case]
-        if not found:
-            raise KeyError(f"no row {case!r}; rows: {[r['case'] for r in self.rows]}")
-        return found[0]
+        if found := [r for r in self.rows if r["case"] == case]:
+            return found[0]
+        raise KeyError(f"no row {case!r}; rows: {[r['case'] for r in self.rows]}")
 
     def table(self) -> str:
         """The verdict table a person reads in ten seconds, then the lazy values read."""
-        env = self.environment
+        env, v = self.environment, self.environment.get("versions", {})
         lines = [f"{self.title}: backend {env.get('backend')} ({env.get('device_kind')}), jax "
-                 f"{env.get('versions', {}).get('jax')}, numpyro "
-                 f"{env.get('versions', {}).get('numpyro')}, "
+                 f"{v.get('jax')}, numpyro {v.get('numpyro')}, "
                  f"{python_build_text(env.get('python_build'))}", ""]
         lines += group_table(self.rows, lambda group, rows: "", VARIANTS, num=12)
         lines += _reads_lines(self.reads)

@@ -108,10 +108,8 @@ def aggregate(bench: str, cases: Sequence[Case], label: str, unit: str,
     """Many cases: geometric means of the per-case median ratios, with the min-max range.
     Not judged by the global "no row slower" target (no interval; such benchmarks have
     targets of their own), so no ``verdict``."""
-    ratios = [(c.ratio_median("numpyro", "stabledist"), c) for c in cases]
-    ratios = [(r, c) for r, c in ratios if r is not None]
+    ratios = [(r, c) for c in cases if (r := c.ratio_median("numpyro", "stabledist")) is not None]
     worst = min(ratios, key=lambda rc: rc[0]) if ratios else (None, None)
-    nocache = [c.ratio_median("nocache", "stabledist") for c in cases]
     return make_row(
         bench, f"{label} ({len(cases)} cases)", unit,
         numpyro=geomean([c.median("numpyro") for c in cases]),
@@ -120,7 +118,7 @@ def aggregate(bench: str, cases: Sequence[Case], label: str, unit: str,
         ratio=geomean([r for r, _ in ratios]),
         ratio_lo=worst[0], ratio_hi=max((r for r, _ in ratios), default=None),
         spread="min-max over cases",
-        nocache_ratio=geomean([r for r in nocache if r is not None]),
+        nocache_ratio=geomean([c.ratio_median("nocache", "stabledist") for c in cases]),
         note=(note + "; " if note else "") + (
             f"slowest vs numpyro: {worst[1].name} {worst[0]:.2f}x" if worst[1] else ""),
         speed=speed, judged=False,
@@ -179,9 +177,8 @@ def _is_nan(value: float | None) -> bool:
 
 def _number(value: float | None) -> str:
     """Three significant digits, never an exponent (a thousands separator instead)."""
-    if _is_nan(value):
+    if value is None or math.isnan(value):
         return "-"
-    assert value is not None
     value = float(f"{value:.3g}")
     if value == 0:
         return "0"
@@ -192,9 +189,8 @@ def _number(value: float | None) -> str:
 
 def fmt_x(ratio: float | None) -> str:
     """A ratio: two decimals below 10x (1.01x vs 0.99x matters), three digits above."""
-    if _is_nan(ratio):
+    if ratio is None or math.isnan(ratio):
         return "-"
-    assert ratio is not None
     return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.3g}x"
 
 
@@ -208,16 +204,14 @@ def column_scale(rows: Sequence[Row]) -> tuple[str, float]:
     if seconds is None:
         return unit, 1.0
     values = [abs(r[v]) * seconds for r in rows for v in _VARIANTS if not _is_nan(r[v])]
-    values = [v for v in values if v > 0]
-    low = min(values, default=1.0)
+    low = min((v for v in values if v > 0), default=1.0)
     name, scale = next(((n, f) for n, f in _SCALES if low / f >= 0.5), _SCALES[-1])
     return (f"{name} per {per.strip()}" if per else name), seconds / scale
 
 
 def _cell(value: float | None, unit: str, factor: float) -> str:
-    if _is_nan(value):
+    if value is None or math.isnan(value):
         return "-"
-    assert value is not None
     if unit == "MB":
         return f"{value:+.1f}"
     if unit == "traces":
@@ -261,10 +255,9 @@ def group_table(rows: Sequence[Row], heading: Callable[[str, Sequence[Row]], str
     lines = [f"{'case':<{case_w}}" + "".join(f"{h:>{num}}" for h in head),
              "-" * (case_w + cols * num)]
     for bench, unit, group in groups:
-        label, factor = column_scale(group) if unit else ("", 1.0)
         what = heading(bench, group)
-        if what.startswith("ERROR"):
-            label = ""
+        label, factor = column_scale(group) if unit else ("", 1.0)
+        label = "" if what.startswith("ERROR") else label
         lines.append((f"{bench}: {what}" if what else bench) + (f"  [{label}]" if label else ""))
         for r in group:
             cells = [_cell(r[v], unit, factor) for v in variants] + [fmt_x(r["ratio"])]
