@@ -345,56 +345,6 @@ def _constants_details(res: BenchResult) -> list[str]:
     return [*lines, ""]
 
 
-CONSTANTS_BARS = (
-    ("as jit arguments", "stabledist_closure", "closure"),
-    ("as jit arguments", "stabledist", "as a jit argument"),
-    ("as jit arguments", "stabledist_eager", "eager first, then closure"),
-    ("simplified constants", "stabledist", "closure, simplified constants"),
-    ("simplified constants", "stabledist_eager", "eager first, simplified constants"),
-)
-"""The bars of one problem in the constants plot: (mode label, variant, bar label); all
-stabledist (numpyro's bars are the same programs, its rows say by how much)."""
-
-
-def _constants_plot(res: BenchResult) -> Figure | None:
-    """First call and per call of each problem's ways to close over it, stabledist: one row
-    of two panels per three problems (at most `MAX_BARS` bars per panel)."""
-    problems = list(dict.fromkeys(c.name.split(": ", 1)[1] for c in res.cases))
-    if not problems:
-        return None
-    per = MAX_BARS // len(CONSTANTS_BARS)
-    groups = [problems[i:i + per] for i in range(0, len(problems), per)]
-    fig, axes = _pyplot().subplots(len(groups), 2, figsize=(12, 1.2 + 3.0 * len(groups)),
-                                   squeeze=False)
-    colors = ["#7f7f7f", "#2ca02c", "#9467bd", "#1f77b4", "#17becf"]
-    for (ax, ax2), group in zip(axes, groups):
-        labels, y = [], 0
-        for problem in group:
-            for (mode, variant, text), color in zip(CONSTANTS_BARS, colors):
-                case = res.case(f"{mode}: {problem}")
-                if case is None or variant not in case.samples:
-                    continue
-                first = case.extra.get("first_call_s", {}).get(variant, 0.0)
-                ax.barh(y, first, color=color)
-                ax2.barh(y, (case.median(variant) or 0.0) / 1e3, color=color)
-                labels.append((y, f"{problem}: {text}"))
-                y += 1
-            y += 0.6
-        for a in (ax, ax2):
-            a.set_yticks([t for t, _ in labels], [n for _, n in labels], fontsize=7)
-            a.invert_yaxis()
-            a.set_xscale("log")
-            a.xaxis.set_minor_formatter(_pyplot().NullFormatter())
-            a.grid(True, axis="x", which="both", alpha=0.3)
-        ax2.set_yticklabels([])
-        ax.set_xlabel("first call: (eager evaluation +) trace + compile + run (s)")
-        ax2.set_xlabel("per call (us, median)")
-    fig.suptitle("A global distribution in jit, stabledist: closed over (XLA folds its "
-                 "constants), as an argument, after an eager evaluation; simplified "
-                 "constants on or off", fontsize=9)
-    return fig
-
-
 def phase_medians(phases: dict[str, dict[str, list[float]]], variant: str) -> dict[str, float]:
     """``variant``'s median seconds per phase over an end-to-end case's repetitions (its
     ``extra["phases"]``), ``trace`` with the lowering; its XLA compiles; {} if none ran."""
@@ -709,9 +659,6 @@ REGISTRY: tuple[Benchmark, ...] = (
         steps=Deferred("bench_constants", "steps"),
         seconds=_planned(smoke=7, quick=18, default=34, full=200, accelerator=50),
         rows=partial(_call_rows, note=_constants_note), details=_constants_details,
-        plots=(Plot("bench-constants.png", "Large closed-over constants: first call and per "
-                    "call, closed over, as a jit argument, after an eager evaluation; JAX's "
-                    "simplified constants on and off", _constants_plot),),
     ),
     Benchmark(
         name="e2e", heading="end-to-end NUTS and SVI",
