@@ -20,7 +20,13 @@ from benchmarks import scale_report
 from benchmarks.bench_import import MAX_EXTRA_MIB, MAX_RATIO, import_rows, import_target
 from benchmarks.config import PROFILES, Profile
 from benchmarks.lazy_report import FLOORS, first_read_guard, hit_guard, lazy_rows, miss_guard
-from stabledist.benchmark._measure import BenchResult, Case, geomean, summarize
+from stabledist.benchmark._measure import (
+    BenchResult,
+    Case,
+    geomean,
+    paired_ratio_interval,
+    summarize,
+)
 from stabledist.benchmark._rows import (
     LABELS,
     Row,
@@ -231,11 +237,18 @@ the bound judges stabledist's flatten, not JAX's per-node cost."""
 
 
 def _dispatch_target(res: BenchResult) -> Verdict:
-    worst = max(((c.ratio_median("stabledist", "nodes"), c.name) for c in res.cases),
-                default=(math.nan, ""))
-    return Verdict(f"worst stabledist/bare nodes {worst[0]:.2f}x ({worst[1]})",
-                   worst[0] <= DISPATCH_BOUND, ", ".join(
-                       f"{c.name} {c.ratio_median('stabledist', 'nodes'):.2f}x (raw arrays "
+    """Fails where a case's 95% interval of stabledist/bare nodes (paired repetitions) lies
+    wholly above `DISPATCH_BOUND`: a small program's time swings between repetitions on a
+    shared CPU (a two-sided ``TruncatedNormal`` 15-110 us), so a median alone decides by chance."""
+    ivs = {c.name: paired_ratio_interval(c.samples["stabledist"], c.samples["nodes"])
+           for c in res.cases}
+    text = {n: f"{iv['ratio']:.2f}x" + ("" if iv["lo"] is None else
+                                         f" [{iv['lo']:.2f}-{iv['hi']:.2f}]")
+            for n, iv in ivs.items()}
+    worst = max(ivs, key=lambda n: ivs[n]["ratio"])
+    return Verdict(f"worst stabledist/bare nodes {text[worst]} ({worst})",
+                   not any((iv["lo"] or 0) > DISPATCH_BOUND for iv in ivs.values()), ", ".join(
+                       f"{c.name} {text[c.name]} (raw arrays "
                        f"{c.ratio_median('stabledist', 'raw'):.2f}x)" for c in res.cases))
 
 
@@ -624,7 +637,8 @@ REGISTRY: tuple[Benchmark, ...] = (
         seconds=_planned(smoke=1, quick=6, default=11, full=20, accelerator=8), rows=_dispatch_rows,
         targets=(Target("dispatch", "jitted dispatch with a distribution argument within "
                         f"{DISPATCH_BOUND}x of its leaves in bare pytree nodes of the same "
-                        "shape (JAX's own cost per node)", rank=2, check=_dispatch_target),),
+                        "shape (JAX's own cost per node; 95% interval)", rank=2,
+                        check=_dispatch_target),),
     ),
     Benchmark(
         name="closure", heading="jit closing over a global distribution",
