@@ -388,7 +388,7 @@ def _e2e_rows(res: BenchResult) -> list[Row]:
 
 def _e2e_seconds(profile: Profile) -> float:
     """Scaled by ``--e2e-reps`` against the profile's own repetitions."""
-    base = _planned(smoke=6, quick=15, default=18, full=1500, accelerator=150)(profile)
+    base = _planned(smoke=6, quick=15, default=16, full=1500, accelerator=150)(profile)
     if profile.name in PROFILES:
         base *= profile.e2e_reps / PROFILES[profile.name].e2e_reps
     return base
@@ -605,7 +605,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         name="lazy", heading="eager lazy-property reads",
         summary="lazy property read, eager: first read (miss) and repeated read (hit)",
         run=Deferred("bench_micro", "bench_lazy"), steps=Deferred("bench_micro", "lazy_steps"),
-        seconds=_planned(smoke=3, quick=22, default=35, full=200, accelerator=45), rows=lazy_rows,
+        seconds=_planned(smoke=3, quick=22, default=30, full=200, accelerator=45), rows=lazy_rows,
         targets=(
             Target("first_read", "regression guard: a trivial first read not slower than "
                    f"the published floor ({FLOORS['first_read'].ratio}x numpyro's speed, "
@@ -624,7 +624,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         name="flatten", heading="pytree flatten + unflatten",
         summary="jax.tree_util flatten + unflatten of every distribution class",
         run=Deferred("bench_micro", "bench_flatten"), steps=lambda p: p.flatten_limit or 100,
-        seconds=_planned(smoke=1, quick=1, default=3, full=60, accelerator=5), rows=_flatten_rows,
+        seconds=_planned(smoke=1, quick=1, default=2, full=60, accelerator=5), rows=_flatten_rows,
         targets=(Target("flatten", "flatten+unflatten at least 5x faster than numpyro",
                         rank=1, check=_flatten_target),),
         plots=(Plot("bench-flatten.png", "Flatten + unflatten speed-up per class",
@@ -634,7 +634,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         name="dispatch", heading="jitted call taking a distribution",
         summary="jitted function taking a distribution vs the same function taking arrays",
         run=Deferred("bench_micro", "bench_dispatch"), steps=lambda p: len(p.dispatch_cases),
-        seconds=_planned(smoke=1, quick=6, default=11, full=20, accelerator=8), rows=_dispatch_rows,
+        seconds=_planned(smoke=1, quick=6, default=8, full=20, accelerator=8), rows=_dispatch_rows,
         targets=(Target("dispatch", "jitted dispatch with a distribution argument within "
                         f"{DISPATCH_BOUND}x of its leaves in bare pytree nodes of the same "
                         "shape (JAX's own cost per node; 95% interval)", rank=2,
@@ -645,7 +645,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="concrete global distribution read inside a compiled function, per call",
         run=Deferred("bench_compiled", "bench_closure"),
         steps=lambda p: len(p.mvn_dims) + len(p.tn_batches) + len(p.sbvm_batches),
-        seconds=_planned(smoke=2, quick=10, default=28, full=500, accelerator=50),
+        seconds=_planned(smoke=2, quick=10, default=20, full=500, accelerator=50),
         rows=partial(_call_rows, note=_closure_note),
         targets=(Target("precision", "closed-over precision_matrix at dim 1024 at least 10x "
                         "faster per call", rank=4, check=_precision_target),),
@@ -696,7 +696,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="persistent compilation cache across processes (another PYTHONHASHSEED) "
         "and retraces of a jitted function taking distributions",
         run=Deferred("bench_pcache", "bench_pcache"), steps=Deferred("bench_pcache", "steps"),
-        seconds=_planned(smoke=2, quick=5, default=20, full=70, accelerator=30), rows=_pcache_rows,
+        seconds=_planned(smoke=2, quick=5, default=15, full=70, accelerator=30), rows=_pcache_rows,
         targets=(
             Target("pcache", "second process (other PYTHONHASHSEED) hits JAX's persistent "
                    "cache", rank=7,
@@ -711,7 +711,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         name="memory", heading="create / read / drop churn",
         summary="cache size and process RSS over create/read/drop cycles (subprocesses)",
         run=Deferred("bench_memory", "bench_memory"), steps=lambda p: 1,
-        seconds=_planned(smoke=4, quick=10, default=14, full=150, accelerator=25),
+        seconds=_planned(smoke=4, quick=10, default=9, full=150, accelerator=25),
         rows=_memory_rows,
         targets=(Target("rss", "RSS flat over the churn run (under 20 MB growth)", rank=5,
                         check=_on_case("rss growth", _rss_target), timing=False),),
@@ -724,7 +724,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         "(and with a plate), pytrees of N distributions, memory per live instance, "
         "generation-2 collections, the cache's and hoisting's tables",
         run=Deferred("bench_scale", "bench_scale"), steps=Deferred("bench_scale", "steps"),
-        seconds=_planned(smoke=20, quick=70, default=85, full=1700, accelerator=150),
+        seconds=_planned(smoke=20, quick=70, default=65, full=1700, accelerator=150),
         rows=scale_report.scale_rows,
         targets=(
             Target("scale_growth", "at every N stabledist's trace and compile no slower than "
@@ -757,7 +757,7 @@ REGISTRY: tuple[Benchmark, ...] = (
         summary="import stabledist against import numpyro.distributions: wall time and peak "
         "RSS in paired fresh processes, and whether the import started a JAX backend",
         run=Deferred("bench_import", "bench_import"), steps=lambda p: p.import_reps,
-        seconds=lambda p: 3.3 * p.import_reps, rows=import_rows,
+        seconds=lambda p: 2.5 * p.import_reps, rows=import_rows,
         targets=(Target("import", f"import stabledist at most {MAX_RATIO:.2f}x the wall time "
                         f"of import numpyro.distributions and at most +{MAX_EXTRA_MIB:g} MiB "
                         "peak RSS (medians of paired fresh processes), no backend started",
