@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     size.add_argument("--smoke", dest="profile", action="store_const", const="smoke",
                       help="tiny sizes, only to check that the code runs (used by the tests)")
     size.add_argument("--default", dest="profile", action="store_const", const="default",
-                      help="the default profile (about 4 minutes on 2 cores) even with --device "
+                      help="the default profile (about 3 minutes on 2 cores) even with --device "
                       "gpu/tpu, which otherwise runs it with the H200's end-to-end rows, "
                       "planned for a 10-minute device lease (profile 'accelerator')")
     parser.set_defaults(profile=None)

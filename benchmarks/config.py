@@ -105,7 +105,7 @@ DEFAULT = Profile(
     scale_tree=(100, 1_000, 2_000), scale_reps=5, scale_memory=2_000, scale_cycles=(1_000,),
     scale_shapes=4, scale_classes=3, judge_timing=True,
 )
-"""A verdict on every target in about 4 minutes on 2 cores; the long runs (NUTS, batch
+"""A verdict on every target in about 3 minutes on 2 cores; the long runs (NUTS, batch
 1,000,000, cold compiles, 10,000 sample sites, pytrees of 100,000) are `--full`'s."""
 
 PROFILES: dict[str, Profile] = {
